@@ -1,0 +1,52 @@
+//! `strata-bench`: the workloads whose targets the issues set, each printing one JSON
+//! object per line so results can be compared across runs and machines.
+//!
+//! ```text
+//! cargo run --release -p strata-bench -- store       # the store engine (issue: workspace and store)
+//! cargo run --release -p strata-bench -- bootstrap   # bootstrap accumulators
+//! cargo run --release -p strata-bench -- tasks       # task retain/release/evict memory
+//! cargo run --release -p strata-bench -- sessions    # resume, list, append
+//! ```
+//!
+//! Each workload lives in its own module; `measure` holds the shared timing helpers.
+
+#![allow(clippy::print_stdout)] // printing results is this binary's job
+
+mod bootstrap;
+mod measure;
+mod sessions;
+mod store;
+mod tasks;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(workload) = args.first() else {
+        return usage();
+    };
+    let rest = &args[1..];
+    let result = match workload.as_str() {
+        "store" => store::run(rest),
+        "bootstrap" => bootstrap::run(rest),
+        "tasks" => tasks::run(rest),
+        "sessions" => sessions::run(rest),
+        _ => return usage(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("strata-bench {workload}: {err:#}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[allow(clippy::print_stderr)]
+fn usage() -> ExitCode {
+    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions> [options]");
+    ExitCode::from(2)
+}

@@ -1,0 +1,1 @@
+//! Process-wide bootstrap state (BS-1 … BS-7). Not built yet.

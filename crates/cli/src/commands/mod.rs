@@ -1,0 +1,4 @@
+//! The subcommands, one module each.
+
+pub(crate) mod config;
+pub(crate) mod sessions;

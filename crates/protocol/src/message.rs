@@ -1,0 +1,1 @@
+//! Model messages: roles, content blocks (text, thinking, tool use, tool result), usage.

@@ -1,0 +1,1 @@
+//! Permission modes: the internal set, their external (public) names, and parsing.

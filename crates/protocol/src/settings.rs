@@ -1,0 +1,1 @@
+//! The settings file schema (`settings.json` and friends), keeping unknown keys in order.

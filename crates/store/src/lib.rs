@@ -1,0 +1,1 @@
+//! strata-store. Being written.
