@@ -15,6 +15,7 @@
 mod bootstrap;
 mod measure;
 mod sessions;
+mod sessions_append;
 mod store;
 mod tasks;
 
