@@ -1,12 +1,25 @@
 //! `strata sessions …`: not built yet.
 
-use clap::Args;
+mod rewind;
+
+use clap::{Args, Subcommand};
 
 /// Arguments of `strata sessions`.
 #[derive(Debug, Args)]
-pub(crate) struct SessionsArgs {}
+pub(crate) struct SessionsArgs {
+    #[command(subcommand)]
+    command: SessionsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// Restore the files a session edited to their state at one of its user messages.
+    Rewind(rewind::RewindArgs),
+}
 
 /// Runs `strata sessions`.
-pub(crate) fn run(_args: SessionsArgs) -> anyhow::Result<()> {
-    Err(crate::exit::Failure::usage("`strata sessions` is not built yet").into())
+pub(crate) fn run(args: SessionsArgs) -> anyhow::Result<()> {
+    match args.command {
+        SessionsCommand::Rewind(a) => rewind::run(a),
+    }
 }
