@@ -2,8 +2,37 @@
 //!
 //! Everything strata keeps between runs lives under one directory (`$STRATA_CONFIG_DIR`,
 //! else `~/.strata`) laid out like the reference agent's, plus per-project settings under
-//! `<project>/.strata/`. This crate owns where those files are ([`paths`]) and — as it
-//! grows — how settings sources are read, merged and watched, and how any of these files
-//! is written safely (exclusive lock, re-read inside the lock, atomic replace).
+//! `<project>/.strata/`. This crate owns:
+//!
+//! - where those files are ([`paths`], [`sources`]);
+//! - reading and merging the settings sources, with per-value provenance and per-file
+//!   errors that name file, line and column ([`SettingsFiles::load`]; objects deep-merge,
+//!   later sources win for scalars, arrays concatenate without duplicates);
+//! - writing a settings source or the global config safely: exclusive lock on a sidecar
+//!   file, re-read inside the lock, atomic replace, unknown keys and key order kept,
+//!   nothing written when nothing changed ([`SettingsFiles::update`],
+//!   [`GlobalConfigFile::update`], protocol in `atomic`);
+//! - watching the settings files and reporting which source changed
+//!   ([`SettingsWatcher`], UI-7).
+//!
+//! The typed shapes (settings schema, global config, permission modes) live in
+//! `strata-protocol`; this crate adds the I/O. The app-state effects hub (FX-2..FX-5)
+//! builds its ports on [`SettingsFiles`] and [`GlobalConfigFile`].
 
+mod atomic;
+mod document;
+pub mod error;
+mod global_config;
+pub mod keypath;
+mod merge;
 pub mod paths;
+mod settings_files;
+pub mod sources;
+pub mod watch;
+
+pub use document::JsonObject;
+pub use error::{ConfigError, ParseError};
+pub use global_config::GlobalConfigFile;
+pub use settings_files::{MergedEntry, MergedSettings, SettingsFiles, SourceFile, Updated};
+pub use sources::{FlagSettings, SettingsLocations, SettingsSource};
+pub use watch::{SettingsChange, SettingsWatcher};

@@ -16,9 +16,7 @@ pub const DEFAULT_DIR_NAME: &str = ".strata";
 #[derive(Debug, thiserror::Error)]
 pub enum PathError {
     /// Neither `$STRATA_CONFIG_DIR` nor a home directory is known.
-    #[error(
-        "cannot find the strata config directory: set {CONFIG_DIR_ENV} or HOME to a directory"
-    )]
+    #[error("cannot find the strata config directory: set {CONFIG_DIR_ENV} or HOME to a directory")]
     NoConfigDir,
 }
 
@@ -136,8 +134,14 @@ mod tests {
             config_dir_from(Some("".into()), home.clone()).unwrap(),
             PathBuf::from("/home/u/.strata")
         );
-        assert_eq!(config_dir_from(None, home).unwrap(), PathBuf::from("/home/u/.strata"));
-        assert!(matches!(config_dir_from(None, None), Err(PathError::NoConfigDir)));
+        assert_eq!(
+            config_dir_from(None, home).unwrap(),
+            PathBuf::from("/home/u/.strata")
+        );
+        assert!(matches!(
+            config_dir_from(None, None),
+            Err(PathError::NoConfigDir)
+        ));
     }
 
     #[test]

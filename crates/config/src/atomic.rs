@@ -1,0 +1,226 @@
+//! Read-modify-write of one file, safe against concurrent writers and crashes.
+//!
+//! The protocol, for every write strata makes to a settings or config file:
+//! 1. take an exclusive lock on a sidecar `<file>.lock` (blocking). The lock is on a
+//!    separate file because step 4 replaces the data file's inode: a lock held on the old
+//!    inode would not exclude a writer that opened the new one;
+//! 2. read the file *inside* the lock, so the edit applies to what the last writer left
+//!    (no writer ever drops another's keys);
+//! 3. let the caller compute the new bytes, or decide nothing changed (then nothing is
+//!    written at all);
+//! 4. write a temporary file in the same directory, fsync it, rename it over the file,
+//!    fsync the directory. Readers never lock: a rename is atomic, so they see the old
+//!    or the new file, never a torn one.
+//!
+//! New files get mode 0600, new directories 0700 (settings can hold secrets such as an
+//! `apiKeyHelper` command or `env` tokens). An existing file keeps its mode.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::ConfigError;
+
+/// What the caller decided after seeing the current contents.
+pub(crate) enum Decision<T> {
+    /// Nothing to write.
+    Keep(T),
+    /// Replace the file with these bytes.
+    Write(Vec<u8>, T),
+}
+
+/// Reads `path` without locking (`None` when missing).
+pub(crate) fn read(path: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::io("read", path, e)),
+    }
+}
+
+/// Runs the locked read-modify-write protocol on `path`. Returns whether the file was
+/// written, and the caller's value.
+pub(crate) fn locked_update<T>(
+    path: &Path,
+    decide: impl FnOnce(Option<&[u8]>) -> Result<Decision<T>, ConfigError>,
+) -> Result<(bool, T), ConfigError> {
+    let dir = parent_dir(path);
+    create_private_dir(&dir)?;
+    let lock_path = sidecar_lock(path);
+    let lock = open_private(&lock_path)?;
+    lock.lock()
+        .map_err(|e| ConfigError::io("lock", &lock_path, e))?;
+    // The lock is released when `lock` is dropped at the end of this function, also on
+    // every error path.
+    let current = read(path)?;
+    match decide(current.as_deref())? {
+        Decision::Keep(out) => Ok((false, out)),
+        Decision::Write(bytes, out) => {
+            replace(path, &dir, &bytes)?;
+            Ok((true, out))
+        }
+    }
+}
+
+/// `<file>.lock` beside `path`.
+pub(crate) fn sidecar_lock(path: &Path) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".lock");
+    path.with_file_name(name)
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes `bytes` to a temporary file in `dir`, fsyncs it and renames it over `path`, then
+/// fsyncs `dir` so the rename itself is durable.
+fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> Result<(), ConfigError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // tempfile creates the file with mode 0600 on unix.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| ConfigError::io("create a temporary file in", dir, e))?;
+    if let Ok(meta) = fs::metadata(path) {
+        // Keep the mode the user gave an existing file.
+        fs::set_permissions(tmp.path(), meta.permissions())
+            .map_err(|e| ConfigError::io("set permissions of", tmp.path(), e))?;
+    }
+    tmp.write_all(bytes)
+        .map_err(|e| ConfigError::io("write", tmp.path(), e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| ConfigError::io("sync", tmp.path(), e))?;
+    tmp.persist(path)
+        .map_err(|e| ConfigError::io("replace", path, e.error))?;
+    sync_dir(dir)
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> Result<(), ConfigError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| ConfigError::io("sync", dir, e))
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> Result<(), ConfigError> {
+    Ok(())
+}
+
+/// Creates `dir` and missing parents with mode 0700. Existing directories are untouched.
+pub(crate) fn create_private_dir(dir: &Path) -> Result<(), ConfigError> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder
+        .create(dir)
+        .map_err(|e| ConfigError::io("create directory", dir, e))
+}
+
+/// Opens (creating with mode 0600 when missing) a file for writing.
+fn open_private(path: &Path) -> Result<File, ConfigError> {
+    let mut opts = OpenOptions::new();
+    opts.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)
+        .map_err(|e| ConfigError::io("open lock file", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    fn mode(p: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn new_files_are_0600_and_new_dirs_0700() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("a/b/settings.json");
+        let (written, ()) = locked_update(&file, |cur| {
+            assert!(cur.is_none());
+            Ok(Decision::Write(b"{}\n".to_vec(), ()))
+        })
+        .unwrap();
+        assert!(written);
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&tmp.path().join("a")), 0o700);
+        assert_eq!(mode(&tmp.path().join("a/b")), 0o700);
+        assert_eq!(mode(&sidecar_lock(&file)), 0o600);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn an_existing_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("s.json");
+        fs::write(&file, "{}").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+        locked_update(&file, |_| Ok(Decision::Write(b"{\"a\":1}".to_vec(), ()))).unwrap();
+        assert_eq!(mode(&file), 0o644);
+        assert_eq!(fs::read(&file).unwrap(), b"{\"a\":1}");
+    }
+
+    #[test]
+    fn keep_writes_nothing_and_leaves_no_temporary() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("s.json");
+        fs::write(&file, "{ }").unwrap();
+        let before = fs::metadata(&file).unwrap().modified().unwrap();
+        let (written, n) = locked_update(&file, |_| Ok(Decision::Keep(7))).unwrap();
+        assert_eq!((written, n), (false, 7));
+        assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), before);
+        let names: Vec<_> = fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+
+    #[test]
+    fn threads_never_lose_an_increment() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("n");
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..25 {
+                        locked_update(&file, |cur| {
+                            let n: u32 = cur
+                                .map(|b| String::from_utf8_lossy(b).parse().unwrap())
+                                .unwrap_or(0);
+                            Ok(Decision::Write((n + 1).to_string().into_bytes(), ()))
+                        })
+                        .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(fs::read_to_string(&file).unwrap(), "100");
+    }
+}

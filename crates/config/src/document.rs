@@ -1,0 +1,199 @@
+//! Reading a settings or config document from bytes, with positions in every error, and
+//! writing one back.
+//!
+//! Reading happens in two passes over the same bytes: first as plain JSON (syntax errors,
+//! "not an object"), then into the typed schema ([`Settings`] or [`GlobalConfig`]) with
+//! the key path tracked, so a bad value is reported as
+//! `permissions.defaultMode: unknown permission mode "yolo"; …` at its own line and column.
+//! Edits are made on the plain JSON map (which keeps every key and its order); the typed
+//! pass is what validates them.
+//!
+//! [`Settings`]: strata_protocol::settings::Settings
+//! [`GlobalConfig`]: strata_protocol::global_config::GlobalConfig
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::error::ParseError;
+
+/// A JSON object as read from a file: every key, in file order.
+pub type JsonObject = Map<String, Value>;
+
+/// Parses `bytes` as a JSON object and validates it as `T`. Empty (or all-whitespace)
+/// content reads as an empty object, so a freshly `touch`ed file is not an error.
+pub(crate) fn parse<T: DeserializeOwned>(
+    bytes: &[u8],
+    file: &str,
+) -> Result<(JsonObject, T), ParseError> {
+    let (object, empty) = parse_object(bytes, file)?;
+    let typed = if empty {
+        typed_from_object::<T>(&object).map_err(|problem| ParseError {
+            file: file.to_owned(),
+            line: 1,
+            column: 1,
+            problem,
+        })?
+    } else {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|e| from_path_error(e, file))?
+    };
+    Ok((object, typed))
+}
+
+/// Parses `bytes` as a JSON object (no schema). Returns whether the content was empty.
+fn parse_object(bytes: &[u8], file: &str) -> Result<(JsonObject, bool), ParseError> {
+    let Some(first) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return Ok((Map::new(), true));
+    };
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok((map, false)),
+        Ok(other) => {
+            let (line, column) = line_column(bytes, first);
+            Err(ParseError {
+                file: file.to_owned(),
+                line,
+                column,
+                problem: format!(
+                    "expected a JSON object at the top level, found {}",
+                    kind(&other)
+                ),
+            })
+        }
+        Err(e) => Err(from_json_error(&e, file, None)),
+    }
+}
+
+/// Validates an in-memory object as `T`; the error names the key path (no position: the
+/// object has not been written anywhere yet).
+pub(crate) fn typed_from_object<T: DeserializeOwned>(object: &JsonObject) -> Result<T, String> {
+    // Cloning is the price of validating through serde; objects here are small files.
+    serde_path_to_error::deserialize::<_, T>(Value::Object(object.clone())).map_err(|e| {
+        let path = e.path().to_string();
+        with_path(&path, &e.into_inner().to_string())
+    })
+}
+
+/// The bytes a document is written as: two-space indented JSON and a final newline, as
+/// the reference agent writes its files.
+pub(crate) fn to_bytes<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut out = match serde_json::to_vec_pretty(value) {
+        Ok(bytes) => bytes,
+        // Serializing a JSON map or one of our schema types cannot fail: every key is a
+        // string and there are no non-finite floats that serde_json would reject (f64 NaN
+        // is written as `null`).
+        Err(_) => b"{}".to_vec(),
+    };
+    out.push(b'\n');
+    out
+}
+
+/// The name of a JSON value's kind, for messages ("an array", "a string").
+pub(crate) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn from_path_error(e: serde_path_to_error::Error<serde_json::Error>, file: &str) -> ParseError {
+    let path = e.path().to_string();
+    from_json_error(e.inner(), file, Some(&path))
+}
+
+fn from_json_error(e: &serde_json::Error, file: &str, path: Option<&str>) -> ParseError {
+    // serde_json appends " at line L column C" to its message; the position is reported in
+    // our own format instead.
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full);
+    ParseError {
+        file: file.to_owned(),
+        line: e.line(),
+        column: e.column().max(1),
+        problem: path.map_or_else(|| message.to_owned(), |p| with_path(p, message)),
+    }
+}
+
+fn with_path(path: &str, message: &str) -> String {
+    if path.is_empty() || path == "." {
+        message.to_owned()
+    } else {
+        format!("{path}: {message}")
+    }
+}
+
+fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = offset
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1)
+        + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_protocol::settings::Settings;
+
+    use super::*;
+
+    fn err(text: &str) -> ParseError {
+        parse::<Settings>(text.as_bytes(), "f.json").unwrap_err()
+    }
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let e = err("{\n  \"model\": \"opus\"\n  \"fastMode\": true\n}");
+        assert_eq!((e.line, e.column), (3, 3));
+        assert_eq!(e.problem, "expected `,` or `}`");
+        assert_eq!(
+            e.to_string(),
+            "f.json: line 3, column 3: expected `,` or `}`"
+        );
+    }
+
+    #[test]
+    fn schema_errors_name_the_key_path_and_position() {
+        let e = err("{\n  \"permissions\": {\n    \"defaultMode\": \"yolo\"\n  }\n}");
+        assert_eq!(e.line, 3);
+        assert!(
+            e.problem
+                .starts_with("permissions.defaultMode: unknown permission mode \"yolo\"")
+        );
+    }
+
+    #[test]
+    fn top_level_must_be_an_object() {
+        let e = err("\n  [1, 2]");
+        assert_eq!((e.line, e.column), (2, 3));
+        assert_eq!(
+            e.problem,
+            "expected a JSON object at the top level, found an array"
+        );
+    }
+
+    #[test]
+    fn empty_file_is_an_empty_object() {
+        let (map, s) = parse::<Settings>(b" \n", "f").unwrap();
+        assert!(map.is_empty());
+        assert_eq!(s, Settings::default());
+    }
+
+    #[test]
+    fn in_memory_validation_names_the_path() {
+        let mut o = JsonObject::new();
+        o.insert("permissions".into(), serde_json::json!({"allow": ["a", 3]}));
+        let e = typed_from_object::<Settings>(&o).unwrap_err();
+        assert!(
+            e.starts_with("permissions.allow[1]: invalid type: integer `3`"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! The errors of this crate. Every one names the file it is about; parse errors also name
+//! the line and column and say what is wrong, so a user can fix the file by hand.
+
+use std::path::{Path, PathBuf};
+
+use crate::sources::SettingsSource;
+
+/// A settings or config document that could not be read as what it must be: invalid JSON,
+/// not an object, or a known key with a value of the wrong shape.
+///
+/// Displayed as one line: `<file>: line <l>, column <c>: <problem>`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: line {line}, column {column}: {problem}")]
+pub struct ParseError {
+    /// The file's path, or `--settings (inline JSON)` for inline flag settings.
+    pub file: String,
+    /// 1-based line of the problem.
+    pub line: usize,
+    /// 1-based column of the problem.
+    pub column: usize,
+    /// What is wrong, with the key path when a known key is at fault
+    /// (`permissions.defaultMode: unknown permission mode "yolo"; expected one of …`).
+    pub problem: String,
+}
+
+/// Everything that can go wrong reading or writing configuration files.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file does not parse or does not match the schema. Nothing was written.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// An edit would have left the file not matching the schema; the file is unchanged.
+    #[error("{}: change refused, the file would be invalid: {problem}", file.display())]
+    Rejected {
+        /// The file that was to be written.
+        file: PathBuf,
+        /// What would have been wrong (with the key path).
+        problem: String,
+    },
+    /// A filesystem operation failed.
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        /// What was being done ("read", "lock", "replace", ...).
+        action: &'static str,
+        /// The path it was done to.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The source cannot be written (flag and managed settings are read-only).
+    #[error("the {0} settings cannot be written by strata")]
+    ReadOnly(SettingsSource),
+    /// No config directory could be determined.
+    #[error(transparent)]
+    Path(#[from] crate::paths::PathError),
+    /// The file watcher could not be started or extended.
+    #[error("cannot watch settings files: {0}")]
+    Watch(#[from] notify::Error),
+}
+
+impl ConfigError {
+    /// Wraps an I/O error with what was being done and to which path.
+    pub(crate) fn io(action: &'static str, path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

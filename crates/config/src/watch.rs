@@ -1,0 +1,213 @@
+//! Watching the settings files and reporting which source changed (UI-7).
+//!
+//! Directories are watched, not files: every writer (strata's own atomic replace, most
+//! editors) replaces a file by renaming a new one over it, which ends a watch on the old
+//! file. A directory that does not exist yet (a project without `.strata/`) is covered by
+//! watching its nearest existing ancestor; when it appears it is watched itself, and any
+//! settings file already in it is reported, so a file created right after its directory
+//! is not missed.
+//!
+//! Events are debounced (`notify-debouncer-full`) and reduced to one [`SettingsChange`]
+//! per changed file per batch. The callback runs on the watcher's own thread; a change may
+//! be reported that left the file's content equal (strata's own writes are reported too),
+//! so the receiver reloads and compares.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use notify::{EventKind, RecursiveMode};
+use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+
+use crate::error::ConfigError;
+use crate::sources::{FlagSettings, SettingsLocations, SettingsSource};
+
+/// A settings file changed (created, modified, replaced or removed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingsChange {
+    /// Which source it belongs to.
+    pub source: SettingsSource,
+    /// The file.
+    pub path: PathBuf,
+}
+
+/// A running watch over every settings source. Dropping it stops the watch.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use strata_config::{SettingsLocations, SettingsWatcher};
+///
+/// let locations = SettingsLocations::discover(&std::env::current_dir()?)?;
+/// let _watcher = SettingsWatcher::start(&locations, Duration::from_millis(200), |change| {
+///     // e.g. store.update(apply_settings_change(change.source))
+///     eprintln!("{} settings changed: {}", change.source, change.path.display());
+/// })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SettingsWatcher {
+    // Held for its Drop: dropping the debouncer stops its thread, which drops the event
+    // sender, which ends our dispatch thread.
+    _state: Arc<Mutex<WatchState>>,
+}
+
+impl std::fmt::Debug for SettingsWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SettingsWatcher").finish_non_exhaustive()
+    }
+}
+
+struct WatchState {
+    debouncer: Debouncer<notify::RecommendedWatcher, RecommendedCache>,
+    /// Directories holding settings files that did not exist when last checked.
+    pending: Vec<PathBuf>,
+    /// Paths currently watched (directories or stand-in ancestors).
+    watched: HashSet<PathBuf>,
+}
+
+impl SettingsWatcher {
+    /// Starts watching. `on_change` is called from the watcher's thread, once per changed
+    /// settings file per debounce window.
+    pub fn start(
+        locations: &SettingsLocations,
+        debounce: Duration,
+        mut on_change: impl FnMut(SettingsChange) + Send + 'static,
+    ) -> Result<Self, ConfigError> {
+        let (tx, rx) = std::sync::mpsc::channel::<DebounceEventResult>();
+        let debouncer = new_debouncer(debounce, None, tx)?;
+        let mut state = WatchState {
+            debouncer,
+            pending: watched_dirs(locations),
+            watched: HashSet::new(),
+        };
+        state.watch_pending()?;
+        let state = Arc::new(Mutex::new(state));
+        let weak: Weak<Mutex<WatchState>> = Arc::downgrade(&state);
+        let locations = locations.clone();
+        std::thread::Builder::new()
+            .name("strata-settings-watch".into())
+            .spawn(move || {
+                for batch in rx {
+                    let mut changed: Vec<SettingsChange> = Vec::new();
+                    match batch {
+                        Ok(events) => {
+                            for event in events {
+                                if matches!(event.kind, EventKind::Access(_)) {
+                                    continue;
+                                }
+                                for path in &event.paths {
+                                    note(&locations, path, &mut changed);
+                                }
+                            }
+                        }
+                        Err(errors) => {
+                            for e in errors {
+                                tracing::warn!(error = %e, "settings watcher error");
+                            }
+                        }
+                    }
+                    // Directories that appeared since: watch them, and report the settings
+                    // files already in them (written before the watch existed).
+                    if let Some(state) = weak.upgrade() {
+                        let appeared = state
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .watch_pending()
+                            .unwrap_or_else(|e| {
+                                tracing::warn!(error = %e, "cannot extend settings watch");
+                                Vec::new()
+                            });
+                        for dir in appeared {
+                            for path in files_in(&locations, &dir) {
+                                note(&locations, &path, &mut changed);
+                            }
+                        }
+                    }
+                    for change in changed {
+                        on_change(change);
+                    }
+                }
+            })
+            .map_err(|e| ConfigError::io("start a thread to watch", Path::new("settings"), e))?;
+        Ok(Self { _state: state })
+    }
+}
+
+impl WatchState {
+    /// Watches every pending directory that now exists (returning those), and an existing
+    /// ancestor for the rest.
+    fn watch_pending(&mut self) -> Result<Vec<PathBuf>, ConfigError> {
+        let mut appeared = Vec::new();
+        let mut still = Vec::new();
+        for dir in std::mem::take(&mut self.pending) {
+            if dir.is_dir() {
+                self.watch(&dir)?;
+                appeared.push(dir);
+            } else {
+                if let Some(ancestor) = dir.ancestors().skip(1).find(|a| a.is_dir()) {
+                    self.watch(ancestor)?;
+                }
+                still.push(dir);
+            }
+        }
+        self.pending = still;
+        Ok(appeared)
+    }
+
+    fn watch(&mut self, dir: &Path) -> Result<(), ConfigError> {
+        if self.watched.insert(dir.to_path_buf()) {
+            self.debouncer.watch(dir, RecursiveMode::NonRecursive)?;
+        }
+        Ok(())
+    }
+}
+
+fn note(locations: &SettingsLocations, path: &Path, changed: &mut Vec<SettingsChange>) {
+    if let Some(source) = locations.source_of(path)
+        && !changed.iter().any(|c| c.path == path)
+    {
+        changed.push(SettingsChange {
+            source,
+            path: path.to_path_buf(),
+        });
+    }
+}
+
+/// The directories that hold settings files.
+fn watched_dirs(l: &SettingsLocations) -> Vec<PathBuf> {
+    let mut files = vec![
+        l.user.clone(),
+        l.project.clone(),
+        l.local.clone(),
+        l.managed_file(),
+    ];
+    if let Some(FlagSettings::File(f)) = &l.flag {
+        files.push(f.clone());
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for f in files {
+        if let Some(d) = f.parent()
+            && !dirs.iter().any(|x| x == d)
+        {
+            dirs.push(d.to_path_buf());
+        }
+    }
+    let dropins = l.managed_dropin_dir();
+    if !dirs.contains(&dropins) {
+        dirs.push(dropins);
+    }
+    dirs
+}
+
+/// Settings files that exist directly in `dir`.
+fn files_in(l: &SettingsLocations, dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| l.source_of(p).is_some())
+                .collect()
+        })
+        .unwrap_or_default()
+}
