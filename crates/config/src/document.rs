@@ -35,7 +35,8 @@ pub(crate) fn parse<T: DeserializeOwned>(
         })?
     } else {
         let mut de = serde_json::Deserializer::from_slice(bytes);
-        serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|e| from_path_error(e, file))?
+        serde_path_to_error::deserialize::<_, T>(&mut de)
+            .map_err(|e| from_path_error(e, bytes, file))?
     };
     Ok((object, typed))
 }
@@ -59,7 +60,7 @@ fn parse_object(bytes: &[u8], file: &str) -> Result<(JsonObject, bool), ParseErr
                 ),
             })
         }
-        Err(e) => Err(from_json_error(&e, file, None)),
+        Err(e) => Err(from_json_error(&e, bytes, file, None)),
     }
 }
 
@@ -99,21 +100,31 @@ pub(crate) fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn from_path_error(e: serde_path_to_error::Error<serde_json::Error>, file: &str) -> ParseError {
+fn from_path_error(
+    e: serde_path_to_error::Error<serde_json::Error>,
+    bytes: &[u8],
+    file: &str,
+) -> ParseError {
     let path = e.path().to_string();
-    from_json_error(e.inner(), file, Some(&path))
+    from_json_error(e.inner(), bytes, file, Some(&path))
 }
 
-fn from_json_error(e: &serde_json::Error, file: &str, path: Option<&str>) -> ParseError {
+fn from_json_error(
+    e: &serde_json::Error,
+    bytes: &[u8],
+    file: &str,
+    path: Option<&str>,
+) -> ParseError {
     // serde_json appends " at line L column C" to its message; the position is reported in
     // our own format instead.
     let full = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     let message = full.strip_suffix(&suffix).unwrap_or(&full);
+    let (line, column) = visible_position(bytes, e.line(), e.column());
     ParseError {
         file: file.to_owned(),
-        line: e.line(),
-        column: e.column().max(1),
+        line,
+        column,
         problem: path.map_or_else(|| message.to_owned(), |p| with_path(p, message)),
     }
 }
@@ -124,6 +135,20 @@ fn with_path(path: &str, message: &str) -> String {
     } else {
         format!("{path}: {message}")
     }
+}
+
+/// serde_json reports column 0 when the offending character is the newline that ends the
+/// previous line (e.g. a truncated `tru` at the end of a line). Editors count that newline
+/// as the column after the last character of that line, so report it that way.
+fn visible_position(bytes: &[u8], line: usize, column: usize) -> (usize, usize) {
+    if column > 0 || line <= 1 {
+        return (line.max(1), column.max(1));
+    }
+    let prev = bytes
+        .split(|&b| b == b'\n')
+        .nth(line - 2)
+        .unwrap_or_default();
+    (line - 1, String::from_utf8_lossy(prev).chars().count() + 1)
 }
 
 fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
@@ -167,6 +192,12 @@ mod tests {
             e.problem
                 .starts_with("permissions.defaultMode: unknown permission mode \"yolo\"")
         );
+    }
+
+    #[test]
+    fn an_error_at_a_line_end_is_reported_on_that_line() {
+        let e = err("{\n  \"fastMode\": tru\n}");
+        assert_eq!((e.line, e.column), (2, 18));
     }
 
     #[test]
