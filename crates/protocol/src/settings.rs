@@ -127,14 +127,14 @@ impl Settings {
     }
 }
 
-/// Whether the schema types the value at `path` (a key path such as
-/// `["permissions", "defaultMode"]`) as a string, or as an array of strings. Front ends
-/// that take values as text use this to keep `8080` a string for `env.PORT`.
+/// Whether the schema types the value at `path` (a key path such as `["model"]`) as a
+/// string. Front ends that take values as text use this to keep `8080` a string for
+/// `env.PORT`.
 ///
 /// ```
 /// use strata_protocol::settings::expects_string;
 /// assert!(expects_string(&["env", "PORT"]));
-/// assert!(expects_string(&["permissions", "allow"]));
+/// assert!(expects_string(&["permissions", "defaultMode"]));
 /// assert!(!expects_string(&["cleanupPeriodDays"]));
 /// ```
 pub fn expects_string(path: &[&str]) -> bool {
@@ -145,12 +145,25 @@ pub fn expects_string(path: &[&str]) -> bool {
             | ["env", _]
             | [
                 "permissions",
-                "allow"
-                    | "deny"
-                    | "ask"
-                    | "defaultMode"
-                    | "disableBypassPermissionsMode"
-                    | "additionalDirectories"
+                "defaultMode" | "disableBypassPermissionsMode"
             ]
+    )
+}
+
+/// Whether the schema types the value at `path` as an array of strings (its elements
+/// are then strings whatever they look like).
+///
+/// ```
+/// use strata_protocol::settings::expects_string_array;
+/// assert!(expects_string_array(&["permissions", "allow"]));
+/// assert!(!expects_string_array(&["model"]));
+/// ```
+pub fn expects_string_array(path: &[&str]) -> bool {
+    matches!(
+        path,
+        [
+            "permissions",
+            "allow" | "deny" | "ask" | "additionalDirectories"
+        ]
     )
 }
