@@ -177,8 +177,8 @@ impl SettingsFiles {
         Ok(Some(object))
     }
 
-    /// Edits a writable source under the file lock (see [`crate::atomic`]'s protocol) and
-    /// returns the edit's value.
+    /// Edits a writable source under the file lock (exclusive lock on `<file>.lock`, re-read
+    /// inside it, atomic replace; see the [crate docs](crate)) and returns the edit's value.
     ///
     /// `edit` receives the file's JSON object (every key, in order; empty when the file
     /// does not exist) and may change it. If it leaves the object equal, nothing is written
