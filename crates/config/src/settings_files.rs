@@ -130,6 +130,12 @@ impl SettingsFiles {
             let (file, bytes) = match input {
                 Input::Path(path) => match atomic::read(&path) {
                     Ok(Some(bytes)) => (path.display().to_string(), bytes),
+                    // A `--settings` file was asked for explicitly: its absence is an error.
+                    Ok(None) if source == SettingsSource::Flag => {
+                        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+                        errors.push(ConfigError::io("read --settings file", &path, missing));
+                        continue;
+                    }
                     Ok(None) => continue,
                     Err(e) => {
                         errors.push(e);

@@ -232,3 +232,24 @@ fn ui6_bypass_disabled_by_managed_settings_is_visible_in_the_merge() {
         Some(ExternalPermissionMode::BypassPermissions)
     );
 }
+
+#[test]
+fn a_missing_flag_file_is_an_error_but_missing_other_files_are_not() {
+    let f = Fixture::new();
+    f.write(&f.locations.user, r#"{"model": "user"}"#);
+    let files = SettingsFiles::new(
+        f.locations
+            .clone()
+            .with_flag(FlagSettings::File(f.root.join("nope.json"))),
+    );
+    let m = files.load();
+    assert_eq!(m.settings.model.as_deref(), Some("user"));
+    assert_eq!(m.errors.len(), 1);
+    let shown = m.errors[0]
+        .to_string()
+        .replace(&f.root.display().to_string(), "<tmp>");
+    assert!(
+        shown.starts_with("cannot read --settings file <tmp>/nope.json: "),
+        "{shown}"
+    );
+}
