@@ -1,0 +1,277 @@
+//! The transcript writer's file handling (SP-1, SP-5; DESIGN.md "Sessions"): lazy
+//! creation, permissions, the torn-tail repair, flushing, ordering, errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use strata_session::layout::SessionLayout;
+use strata_session::writer::{TranscriptWriter, WriterError};
+
+fn user(n: u64) -> Value {
+    json!({"parentUuid": null, "type": "user", "message": {"role": "user", "content": format!("prompt {n}")}, "uuid": format!("u{n}")})
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn sp1_metadata_only_session_leaves_no_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = SessionLayout::new(tmp.path(), Path::new("/w/proj"), "s1");
+    let w = TranscriptWriter::for_session(&layout).unwrap();
+    w.append(&json!({"type": "custom-title", "customTitle": "t", "sessionId": "s1"}))
+        .unwrap();
+    w.append(&json!({"type": "file-history-snapshot", "messageId": "m"}))
+        .unwrap();
+    w.sync().unwrap();
+    assert!(!w.file_exists());
+    w.close().unwrap();
+    assert!(!layout.transcript().exists());
+    assert!(
+        !layout.project_dir.exists(),
+        "not even the project folder is created"
+    );
+}
+
+#[test]
+fn sp1_first_message_creates_file_0600_in_0700_folders_with_held_metadata_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = SessionLayout::new(tmp.path(), Path::new("/w/proj"), "s1");
+    let w = TranscriptWriter::for_session(&layout).unwrap();
+    w.append(&json!({"type": "file-history-snapshot", "messageId": "u1"}))
+        .unwrap();
+    w.append(&user(1)).unwrap();
+    w.turn_end().unwrap();
+    assert!(w.file_exists());
+    let path = layout.transcript();
+    let got = lines(&path);
+    assert_eq!(got.len(), 2);
+    assert!(
+        got[0].contains("file-history-snapshot"),
+        "held metadata keeps its order"
+    );
+    assert!(got[1].contains("prompt 1"));
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&layout.project_dir), 0o700);
+    assert_eq!(mode(&tmp.path().join("projects")), 0o700);
+}
+
+#[test]
+fn sp5_torn_last_line_is_terminated_before_the_next_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let whole = serde_json::to_string(&user(1)).unwrap();
+    std::fs::write(
+        &path,
+        format!("{whole}\n{{\"parentUuid\":\"u1\",\"type\":\"assis"),
+    )
+    .unwrap();
+    let w = TranscriptWriter::open(&path).unwrap();
+    w.append(&user(2)).unwrap();
+    w.close().unwrap();
+    let got = lines(&path);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(serde_json::from_str::<Value>(&got[0]).is_ok());
+    assert!(
+        serde_json::from_str::<Value>(&got[1]).is_err(),
+        "the torn fragment stays alone"
+    );
+    let next: Value = serde_json::from_str(&got[2]).unwrap();
+    assert_eq!(
+        next["uuid"], "u2",
+        "the new record did not fuse with the fragment"
+    );
+}
+
+#[test]
+fn sp5_intact_file_gets_no_extra_newline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    std::fs::write(
+        &path,
+        format!("{}\n", serde_json::to_string(&user(1)).unwrap()),
+    )
+    .unwrap();
+    let w = TranscriptWriter::open(&path).unwrap();
+    w.append(&user(2)).unwrap();
+    w.close().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("\n\n"));
+    assert_eq!(text.lines().count(), 2);
+}
+
+#[test]
+fn sp5_records_reach_the_file_within_100ms_without_a_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let w = TranscriptWriter::open(&path).unwrap();
+    // Median of several rounds, so one scheduler hiccup on a busy machine does not count.
+    let mut latencies = Vec::new();
+    for n in 0..5 {
+        w.append(&user(n)).unwrap();
+        let start = Instant::now();
+        loop {
+            let count = std::fs::read_to_string(&path)
+                .map(|t| t.lines().count())
+                .unwrap_or(0);
+            if count as u64 == n + 1 {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "record {n} never reached the file"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        latencies.push(start.elapsed());
+    }
+    latencies.sort();
+    assert!(latencies[2] < Duration::from_millis(100), "{latencies:?}");
+}
+
+#[test]
+fn sp5_dropping_the_last_handle_writes_everything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let w = TranscriptWriter::open(&path).unwrap();
+    for n in 0..2_000 {
+        w.append(&user(n)).unwrap();
+    }
+    drop(w);
+    let got = lines(&path);
+    assert_eq!(got.len(), 2_000);
+    for (n, line) in got.iter().enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["uuid"], format!("u{n}"), "records keep their order");
+    }
+}
+
+#[test]
+fn sp5_handles_on_many_threads_never_interleave_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let w = TranscriptWriter::open(&path).unwrap();
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                for n in 0..500u64 {
+                    let big = "x".repeat((n as usize * 37) % 9_000);
+                    w.append(&json!({"type": "user", "t": t, "n": n, "pad": big}))
+                        .unwrap();
+                    if n % 100 == 0 {
+                        w.sync().unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    w.close().unwrap();
+    let mut next = [0u64; 8];
+    for line in lines(&path) {
+        let v: Value = serde_json::from_str(&line).expect("every line is one whole record");
+        let t = v["t"].as_u64().unwrap() as usize;
+        assert_eq!(
+            v["n"].as_u64().unwrap(),
+            next[t],
+            "each thread's records stay in order"
+        );
+        next[t] += 1;
+    }
+    assert_eq!(next, [500; 8]);
+}
+
+#[test]
+fn sp5_sync_async_acknowledges_from_tokio_tasks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let w = TranscriptWriter::open(&path).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..4)
+            .map(|t| {
+                let w = w.clone();
+                tokio::spawn(async move {
+                    for n in 0..50 {
+                        w.append(&json!({"type": "assistant", "t": t, "n": n}))
+                            .unwrap();
+                    }
+                    w.sync_async().await.unwrap();
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(
+        lines(&path).len(),
+        200,
+        "acknowledged records are in the file"
+    );
+}
+
+#[test]
+fn sp5_disk_full_is_reported_and_never_acknowledged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    // Every write to /dev/full fails with ENOSPC, as on a full disk.
+    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+    let w = TranscriptWriter::open(&path).unwrap();
+    w.append(&user(1)).unwrap();
+    let err = w
+        .turn_end()
+        .expect_err("a record that was not written must not be acknowledged");
+    let text = err.to_string();
+    assert!(text.contains("s.jsonl"), "{text}");
+    assert!(
+        matches!(&err, WriterError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull),
+        "{err:?}"
+    );
+    assert!(
+        w.append(&user(2)).is_err(),
+        "later appends report the outstanding failure"
+    );
+    assert!(
+        w.sync().is_err(),
+        "and syncs keep failing while the records are unwritten"
+    );
+}
+
+#[test]
+fn sp2_subagent_transcript_lives_under_the_session_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = SessionLayout::new(tmp.path(), Path::new("/w/proj"), "s1");
+    let w = TranscriptWriter::for_subagent(&layout, "a1b2c3").unwrap();
+    w.append(
+        &json!({"parentUuid": null, "isSidechain": true, "agentId": "a1b2c3", "type": "user"}),
+    )
+    .unwrap();
+    w.close().unwrap();
+    let path = layout.project_dir.join("s1/subagents/agent-a1b2c3.jsonl");
+    let got = lines(&path);
+    assert_eq!(got.len(), 1);
+    assert!(got[0].contains("\"isSidechain\":true"));
+    assert!(
+        !layout.transcript().exists(),
+        "the main transcript is separate"
+    );
+}

@@ -1,0 +1,149 @@
+//! Two strata processes never append to the same transcript (issue 5 part 2): the
+//! second writer gets a clear error naming the file and the process holding it.
+//!
+//! The "other process" is this test binary run again with an environment variable that
+//! turns [`lock_holder_child`] into a program that holds a writer until its stdin closes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+use strata_session::writer::{TranscriptWriter, WriterError};
+
+const CHILD_ENV: &str = "STRATA_TEST_LOCK_HOLDER";
+
+/// Not a test on its own: the body of the child process (does nothing unless spawned by
+/// the tests below).
+#[test]
+fn lock_holder_child() {
+    let Some(path) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let w = TranscriptWriter::open(&path).unwrap();
+    w.append(&json!({"type": "user", "from": "child"})).unwrap();
+    w.sync().unwrap();
+    println!("holding {}", std::process::id());
+    let mut rest = Vec::new();
+    std::io::stdin().read_to_end(&mut rest).unwrap();
+    w.close().unwrap();
+}
+
+/// Spawns a holder; returns it, its pid, and its stdout (kept open so the child can
+/// still print when it finishes).
+fn spawn_holder(
+    path: &std::path::Path,
+) -> (
+    std::process::Child,
+    u32,
+    BufReader<std::process::ChildStdout>,
+) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lock_holder_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the child stopped before holding the lock"
+        );
+        // libtest prints `test lock_holder_child ... ` before the child's first line.
+        if let Some((_, pid)) = line.trim().split_once("holding ") {
+            return (child, pid.parse().unwrap(), out);
+        }
+    }
+}
+
+#[test]
+fn sp5_second_process_gets_a_lock_error_naming_file_and_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("session.jsonl");
+    std::fs::write(&path, "{\"type\":\"user\"}\n").unwrap();
+    let (mut child, pid, _out) = spawn_holder(&path);
+    assert_eq!(pid, child.id());
+
+    let err = TranscriptWriter::open(&path).expect_err("the transcript is held by the child");
+    match &err {
+        WriterError::Locked { path: p, holder } => {
+            assert_eq!(p, &path);
+            assert_eq!(*holder, Some(pid), "on Linux the holder is named");
+        }
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("session.jsonl") && text.contains(&format!("process {pid}")),
+        "{text}"
+    );
+
+    // Once the holder exits, the transcript can be written again, and nothing was lost.
+    child.stdin.take().unwrap().write_all(b"").unwrap();
+    assert!(child.wait().unwrap().success());
+    let w = TranscriptWriter::open(&path).unwrap();
+    w.append(&json!({"type": "user", "from": "parent"}))
+        .unwrap();
+    w.close().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+}
+
+#[test]
+fn sp5_a_killed_holder_releases_the_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("session.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let (mut child, _, _out) = spawn_holder(&path);
+    assert!(matches!(
+        TranscriptWriter::open(&path),
+        Err(WriterError::Locked { .. })
+    ));
+    child.kill().unwrap(); // SIGKILL: no destructor runs, the kernel drops the lock
+    child.wait().unwrap();
+    TranscriptWriter::open(&path).unwrap().close().unwrap();
+}
+
+#[test]
+fn sp5_two_writers_in_one_process_are_refused_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("session.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let first = TranscriptWriter::open(&path).unwrap();
+    let err = TranscriptWriter::open(&path).unwrap_err();
+    assert!(
+        matches!(err, WriterError::Locked { holder: Some(pid), .. } if pid == std::process::id())
+    );
+    drop(first);
+    TranscriptWriter::open(&path).unwrap();
+}
+
+#[test]
+fn sp5_lazily_created_file_is_locked_against_a_late_second_writer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("session.jsonl");
+    let first = TranscriptWriter::open(&path).unwrap();
+    let second = TranscriptWriter::open(&path).unwrap(); // no file yet: nothing to lock
+    first.append(&json!({"type": "user", "n": 1})).unwrap();
+    first.sync().unwrap();
+    second.append(&json!({"type": "user", "n": 2})).ok();
+    let err = second
+        .sync()
+        .expect_err("the second writer must not append to a held file");
+    assert!(matches!(err, WriterError::Locked { .. }), "{err:?}");
+    drop(second); // its record was never acknowledged, and it never reaches the file
+    first.close().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+}
