@@ -1,1 +1,377 @@
-//! Not built yet.
+//! Rebuilding the live conversation from a transcript's lines, by the rules of
+//! `COMPAT.md` ("Which entries are the live conversation").
+//!
+//! 1. Participants are `user`, `assistant`, `system`, `attachment` and `progress` lines
+//!    with a `uuid`; the rest is metadata.
+//! 2. The leaf is the non-sidechain participant no other non-sidechain line names as
+//!    `parentUuid`, with the latest `timestamp` (the later line wins a tie).
+//! 3. The chain is walked through `parentUuid` from the leaf back to `null` (a compact
+//!    boundary has a `null` parent, so only what follows the last one is live); a cycle
+//!    stops the walk.
+//! 4. A missing parent on an assistant line continues from the latest earlier line of the
+//!    same `message.id` (one response is written as several lines). Any other missing
+//!    parent is where the reference agent silently drops all earlier history; strata
+//!    bridges the gap to the nearest earlier participant in file order instead and
+//!    records a [`Repair`], so a lost line never costs more than itself.
+//! 5. Lines of a response and the tool results answering it that hang off the walked
+//!    chain (parallel tool calls) are put back after the response's last line on it.
+//!
+//! The functions here are pure: they read the loader's line index and return positions.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::reader::Transcript;
+use crate::reader::line::{LineInfo, LineKind, flag};
+
+/// What the walk had to do beyond following `parentUuid`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repair {
+    /// A line's parent is not in the file: the walk continued at the nearest earlier
+    /// participant instead of dropping everything before it.
+    BridgedGap {
+        /// The 1-based line number of the entry whose parent is missing.
+        line: u32,
+        /// That entry's uuid.
+        uuid: String,
+        /// The `parentUuid` that names no line of the file.
+        missing_parent: String,
+        /// The entry the walk continued at.
+        bridged_to: String,
+        /// Its line number.
+        bridged_to_line: u32,
+    },
+    /// Following `parentUuid` came back to an entry already walked; the walk stopped.
+    CycleStopped {
+        /// The line number of the entry seen twice.
+        line: u32,
+        /// Its uuid.
+        uuid: String,
+    },
+}
+
+/// The live conversation: positions of its entries in the transcript, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Chain {
+    /// Indices into the transcript's entries, root first.
+    pub(crate) entries: Vec<u32>,
+    /// The leaf the walk started from.
+    pub(crate) leaf: Option<u32>,
+    /// Gaps bridged and cycles cut.
+    pub repairs: Vec<Repair>,
+}
+
+impl Chain {
+    /// How many entries the live conversation has (all participant kinds).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there is no live conversation.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// FxHash-style hasher for uuids and ids: they are random already, so a multiply-rotate
+/// over 8-byte words spreads them as well as SipHash at a fraction of the cost, which
+/// matters with tens of thousands of lookups per resume.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl IdHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// A map keyed by id bytes.
+pub(crate) type IdMap<'a, V> = HashMap<&'a [u8], V, BuildHasherDefault<IdHasher>>;
+
+/// Indexes over the lines the rules need.
+struct Index<'a> {
+    lines: &'a [LineInfo],
+    buf: &'a [u8],
+    /// uuid → the last participant line with it.
+    by_uuid: IdMap<'a, u32>,
+    /// `message.id` → its assistant lines, in file order.
+    by_msg: IdMap<'a, Vec<u32>>,
+}
+
+impl<'a> Index<'a> {
+    fn new(t: &'a Transcript) -> Self {
+        let (lines, buf) = (&t.lines[..], &t.buf[..]);
+        let mut by_uuid: IdMap<'a, u32> = IdMap::default();
+        by_uuid.reserve(lines.len());
+        let mut by_msg: IdMap<'a, Vec<u32>> = IdMap::default();
+        for (i, l) in lines.iter().enumerate() {
+            if !l.kind.is_participant() {
+                continue;
+            }
+            let i = to_u32(i);
+            if let Some(u) = l.uuid {
+                by_uuid.insert(l.raw(buf, u), i);
+            }
+            if let (LineKind::Assistant, Some(m)) = (l.kind, l.msg_id) {
+                by_msg.entry(l.raw(buf, m)).or_default().push(i);
+            }
+        }
+        Self {
+            lines,
+            buf,
+            by_uuid,
+            by_msg,
+        }
+    }
+
+    fn uuid_of(&self, i: u32) -> Option<&'a [u8]> {
+        let l = &self.lines[i as usize];
+        l.uuid.map(|u| l.raw(self.buf, u))
+    }
+
+    fn parent_of(&self, i: u32) -> Option<&'a [u8]> {
+        let l = &self.lines[i as usize];
+        l.parent.map(|u| l.raw(self.buf, u))
+    }
+
+    fn text(&self, bytes: Option<&[u8]>) -> String {
+        bytes
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Whether line `i` is the canonical (last) line of its uuid.
+    fn is_canonical(&self, i: u32) -> bool {
+        self.uuid_of(i)
+            .is_some_and(|u| self.by_uuid.get(u) == Some(&i))
+    }
+}
+
+fn to_u32(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+/// Rebuilds the live conversation of `t`.
+pub fn build(t: &Transcript) -> Chain {
+    let ix = Index::new(t);
+    let Some(leaf) = find_leaf(&ix) else {
+        return Chain::default();
+    };
+    let (walked, repairs) = walk(&ix, leaf);
+    let entries = reattach(&ix, t, walked);
+    Chain {
+        entries,
+        leaf: Some(leaf),
+        repairs,
+    }
+}
+
+/// Rule 2: the latest non-sidechain participant that no line names as its parent.
+fn find_leaf(ix: &Index<'_>) -> Option<u32> {
+    // Sidechain lines hanging off the main conversation (older writers put sub-agent
+    // lines into the main file) do not make their parent a non-leaf: they are not part of
+    // the conversation that is resumed.
+    let mut has_child = vec![false; ix.lines.len()];
+    for (i, l) in ix.lines.iter().enumerate() {
+        if l.has(flag::SIDECHAIN) {
+            continue;
+        }
+        if let Some(&p) = ix.parent_of(to_u32(i)).and_then(|p| ix.by_uuid.get(p)) {
+            has_child[p as usize] = true;
+        }
+    }
+    let mut best: Option<(u32, &[u8])> = None;
+    for (i, l) in ix.lines.iter().enumerate() {
+        let i = to_u32(i);
+        if !l.kind.is_participant()
+            || l.has(flag::SIDECHAIN)
+            || has_child[i as usize]
+            || !ix.is_canonical(i)
+        {
+            continue;
+        }
+        let ts = l.timestamp.map_or(&b""[..], |s| l.raw(ix.buf, s));
+        // `>=`: among equal timestamps the later line wins.
+        if best.is_none_or(|(_, b)| ts >= b) {
+            best = Some((i, ts));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// Rules 3 and 4: walks from the leaf to the root; returns the walked lines root first.
+fn walk(ix: &Index<'_>, leaf: u32) -> (Vec<u32>, Vec<Repair>) {
+    let mut visited = vec![false; ix.lines.len()];
+    let mut chain = Vec::new();
+    let mut repairs = Vec::new();
+    let mut cur = leaf;
+    loop {
+        if visited[cur as usize] {
+            repairs.push(Repair::CycleStopped {
+                line: ix.lines[cur as usize].number,
+                uuid: ix.text(ix.uuid_of(cur)),
+            });
+            break;
+        }
+        visited[cur as usize] = true;
+        chain.push(cur);
+        let Some(parent) = ix.parent_of(cur) else {
+            break;
+        };
+        if let Some(&p) = ix.by_uuid.get(parent) {
+            cur = p;
+            continue;
+        }
+        if let Some(prev) = earlier_part_of_response(ix, cur).filter(|p| !visited[*p as usize]) {
+            cur = prev;
+            continue;
+        }
+        match nearest_earlier_participant(ix, cur, &visited) {
+            Some(prev) => {
+                repairs.push(Repair::BridgedGap {
+                    line: ix.lines[cur as usize].number,
+                    uuid: ix.text(ix.uuid_of(cur)),
+                    missing_parent: ix.text(Some(parent)),
+                    bridged_to: ix.text(ix.uuid_of(prev)),
+                    bridged_to_line: ix.lines[prev as usize].number,
+                });
+                cur = prev;
+            }
+            None => break,
+        }
+    }
+    chain.reverse();
+    (chain, repairs)
+}
+
+/// Rule 4: the latest earlier assistant line of the same response.
+fn earlier_part_of_response(ix: &Index<'_>, cur: u32) -> Option<u32> {
+    let l = &ix.lines[cur as usize];
+    if l.kind != LineKind::Assistant {
+        return None;
+    }
+    let lines = ix.by_msg.get(l.raw(ix.buf, l.msg_id?))?;
+    lines.iter().rev().copied().find(|&i| i < cur)
+}
+
+/// strata's repair: the nearest earlier line that can continue the conversation.
+fn nearest_earlier_participant(ix: &Index<'_>, cur: u32, visited: &[bool]) -> Option<u32> {
+    let sidechain = ix.lines[cur as usize].has(flag::SIDECHAIN);
+    (0..cur).rev().find(|&i| {
+        let l = &ix.lines[i as usize];
+        l.kind.is_participant()
+            && l.has(flag::SIDECHAIN) == sidechain
+            && !visited[i as usize]
+            && ix.is_canonical(i)
+    })
+}
+
+/// Rule 5: after the last line of each response on the chain, its lines that are not on
+/// the chain, then the tool results answering it that are not on the chain.
+fn reattach(ix: &Index<'_>, t: &Transcript, walked: Vec<u32>) -> Vec<u32> {
+    let mut on_chain = vec![false; ix.lines.len()];
+    for &i in &walked {
+        on_chain[i as usize] = true;
+    }
+    // The last chain position of each response.
+    let mut last_of_msg: IdMap<'_, usize> = IdMap::default();
+    for (pos, &i) in walked.iter().enumerate() {
+        let l = &ix.lines[i as usize];
+        if let (LineKind::Assistant, Some(m)) = (l.kind, l.msg_id) {
+            last_of_msg.insert(l.raw(ix.buf, m), pos);
+        }
+    }
+    if last_of_msg.is_empty() {
+        return walked;
+    }
+    // Tool results by the tool use they answer, for the responses on the chain only.
+    let mut wanted: IdMap<'_, ()> = IdMap::default();
+    for m in last_of_msg.keys() {
+        for &a in ix.by_msg.get(m).map_or(&[][..], |v| &v[..]) {
+            let l = &ix.lines[a as usize];
+            for &id in l.tool_ids.iter() {
+                wanted.insert(l.raw(ix.buf, id), ());
+            }
+        }
+    }
+    let mut answers: IdMap<'_, Vec<u32>> = IdMap::default();
+    if !wanted.is_empty() {
+        for (i, l) in t.lines.iter().enumerate() {
+            if l.kind != LineKind::User || on_chain[i] || l.has(flag::SIDECHAIN) {
+                continue;
+            }
+            for &id in l.tool_ids.iter() {
+                let id = l.raw(ix.buf, id);
+                if wanted.contains_key(id) {
+                    answers.entry(id).or_default().push(to_u32(i));
+                }
+            }
+        }
+    }
+    let mut inserted = vec![false; ix.lines.len()];
+    let mut out = Vec::with_capacity(walked.len());
+    for (pos, &i) in walked.iter().enumerate() {
+        out.push(i);
+        let l = &ix.lines[i as usize];
+        let (LineKind::Assistant, Some(m)) = (l.kind, l.msg_id) else {
+            continue;
+        };
+        let m = l.raw(ix.buf, m);
+        if last_of_msg.get(m) != Some(&pos) {
+            continue;
+        }
+        let parts = ix.by_msg.get(m).map_or(&[][..], |v| &v[..]);
+        for &a in parts {
+            if !on_chain[a as usize]
+                && !inserted[a as usize]
+                && !ix.lines[a as usize].has(flag::SIDECHAIN)
+            {
+                inserted[a as usize] = true;
+                out.push(a);
+            }
+        }
+        let mut results: Vec<u32> = parts
+            .iter()
+            .flat_map(|&a| {
+                let al = &ix.lines[a as usize];
+                al.tool_ids.iter().map(move |&id| al.raw(ix.buf, id))
+            })
+            .filter_map(|id| answers.get(id))
+            .flatten()
+            .copied()
+            .filter(|&u| !inserted[u as usize])
+            .collect();
+        results.sort_unstable();
+        results.dedup();
+        for u in results {
+            inserted[u as usize] = true;
+            out.push(u);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,392 @@
-//! Not built yet.
+//! Loading a session to resume it (SP-3): by id, by path, the newest of a project
+//! (`--continue`), or as a copy under a new id (`--fork-session`).
+//!
+//! [`LoadedSession::load`] reads the transcript once, rebuilds the live conversation
+//! ([`crate::chain`]), recovers metadata (title, tag, agent, permission mode, worktree,
+//! PR link), the file-history snapshots of the live branch and the usage by model
+//! (sub-agent transcripts included), and reports every repair and unreadable line. The
+//! result is plain data: the agent turns it into state and asks
+//! [`LoadedSession::model_messages`] for the conversation to send to the model. Message
+//! bodies stay raw JSON until then, so loading touches each byte of a large transcript
+//! about once.
+
+mod fork;
+mod locate;
+mod metadata;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use strata_protocol::message::{AssistantMessage, Message};
+use strata_protocol::transcript::{EntryKind, FileHistorySnapshot};
+
+pub use fork::{ForkOutcome, fork};
+pub use locate::{find_by_id, latest_in_project, resolve};
+pub use metadata::SessionMetadata;
+
+use crate::chain::{self, Chain, Repair};
+use crate::model_messages::{LiveItem, ModelConversation, to_model_messages};
+use crate::reader::line::{LineInfo, LineKind, SystemSub};
+use crate::reader::{MalformedLine, ReadError, Transcript};
+use crate::usage::{UsageCollector, UsageReport};
+
+/// Above this many bytes of live message bodies, they are parsed on two threads.
+const PARALLEL_PARSE_MIN_BYTES: usize = 1 << 20;
+
+/// Errors locating, loading or forking a session.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// The transcript could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// No transcript has this id.
+    #[error("no session with id {id} (looked in {})", searched.display())]
+    UnknownSession {
+        /// The id asked for.
+        id: String,
+        /// Where it was looked for.
+        searched: PathBuf,
+    },
+    /// The path given does not exist or is not a file.
+    #[error("no transcript file at {}", path.display())]
+    NoSuchFile {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The id cannot name a transcript (empty, or holding a path separator).
+    #[error(
+        "{id:?} is not a session id: use the id (the file name without .jsonl) or a path to a .jsonl file"
+    )]
+    InvalidId {
+        /// The id given.
+        id: String,
+    },
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The fork's transcript already exists; nothing was written.
+    #[error("cannot fork into {}: the file already exists", path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// A sub-agent transcript of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentSummary {
+    /// The agent id (from `agent-<id>.jsonl`).
+    pub agent_id: String,
+    /// Its transcript.
+    pub path: PathBuf,
+    /// Its `user` and `assistant` lines.
+    pub message_count: usize,
+}
+
+/// One entry of the live conversation as written in the transcript.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveEntry<'a> {
+    /// Its `type`.
+    pub kind: EntryKind,
+    /// Its uuid.
+    pub uuid: Option<Cow<'a, str>>,
+    /// Its 1-based line number.
+    pub line: u32,
+    /// The line as written (one JSON object).
+    pub json: Cow<'a, str>,
+}
+
+/// A session read from its transcript and rebuilt.
+#[derive(Debug)]
+pub struct LoadedSession {
+    /// The session id (the transcript's file name without `.jsonl`).
+    pub session_id: String,
+    /// The transcript.
+    pub path: PathBuf,
+    transcript: Transcript,
+    /// The live conversation, with the repairs it needed.
+    pub chain: Chain,
+    /// Title, tag, agent, permission mode, worktree, PR link.
+    pub metadata: SessionMetadata,
+    /// Usage and cost by model, sub-agents included.
+    pub usage: UsageReport,
+    /// The file-history snapshots of the user messages on the live branch, in order; the
+    /// last one is the state to rewind from.
+    pub file_history: Vec<FileHistorySnapshot>,
+    /// The newest snapshot of the whole file (live or not), so backup versions continue
+    /// where they stopped.
+    pub latest_snapshot: Option<FileHistorySnapshot>,
+    /// Sub-agent transcripts (both layouts).
+    pub subagents: Vec<SubagentSummary>,
+}
+
+impl LoadedSession {
+    /// Loads the transcript at `path` and everything that belongs to it.
+    pub fn load(path: &Path) -> Result<Self, ResumeError> {
+        if !path.is_file() {
+            return Err(ResumeError::NoSuchFile {
+                path: path.to_path_buf(),
+            });
+        }
+        let session_id = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut transcript = Transcript::read_for_resume(path)?;
+        let mut chain = chain::build(&transcript);
+        if transcript.skipped_bytes() > 0 && !starts_at_boundary(&transcript, &chain) {
+            // The live conversation reaches behind the last boundary (or a line was lost
+            // right after it): read everything after all.
+            transcript.read_everything();
+            chain = chain::build(&transcript);
+        }
+        let metadata::Recovered {
+            meta: mut metadata,
+            snapshots,
+            summaries,
+        } = metadata::recover(&transcript);
+        metadata.summary = chain.entries.iter().rev().find_map(|&i| {
+            let uuid = transcript.field(i as usize, transcript.lines[i as usize].uuid)?;
+            summaries.get(uuid.as_ref()).cloned()
+        });
+        let (file_history, latest_snapshot) = live_snapshots(&transcript, &chain, snapshots);
+        let subagents_found = locate::subagent_transcripts(path, &session_id);
+        let mut usage = UsageCollector::new();
+        usage.add(&transcript);
+        let mut subagents = Vec::new();
+        for (agent_id, sub_path) in subagents_found {
+            // An unreadable sub-agent file costs its own numbers, not the session.
+            let Ok(sub) = Transcript::read(&sub_path) else {
+                continue;
+            };
+            usage.add(&sub);
+            let message_count = sub
+                .lines
+                .iter()
+                .filter(|l| matches!(l.kind, LineKind::User | LineKind::Assistant))
+                .count();
+            subagents.push(SubagentSummary {
+                agent_id,
+                path: sub_path,
+                message_count,
+            });
+        }
+        Ok(Self {
+            session_id,
+            path: path.to_path_buf(),
+            usage: usage.report(),
+            transcript,
+            chain,
+            metadata,
+            file_history,
+            latest_snapshot,
+            subagents,
+        })
+    }
+
+    /// Lines that could not be read (skipped), with line, column and reason.
+    pub fn malformed(&self) -> &[MalformedLine] {
+        self.transcript.malformed()
+    }
+
+    /// Gaps bridged and cycles cut while rebuilding the conversation.
+    pub fn repairs(&self) -> &[Repair] {
+        &self.chain.repairs
+    }
+
+    /// The uuid of the live conversation's last entry.
+    pub fn leaf_uuid(&self) -> Option<String> {
+        let i = self.chain.leaf? as usize;
+        self.transcript
+            .field(i, self.transcript.lines[i].uuid)
+            .map(Cow::into_owned)
+    }
+
+    /// The entries of the live conversation, in order.
+    pub fn live_entries(&self) -> impl Iterator<Item = LiveEntry<'_>> {
+        self.chain.entries.iter().filter_map(|&i| {
+            let t = &self.transcript;
+            let l = &t.lines[i as usize];
+            Some(LiveEntry {
+                kind: kind_of(l.kind)?,
+                uuid: t.field(i as usize, l.uuid),
+                line: l.number,
+                json: String::from_utf8_lossy(t.line_text(i as usize)),
+            })
+        })
+    }
+
+    /// How many `user` and `assistant` entries the live conversation has.
+    pub fn message_count(&self) -> usize {
+        self.chain
+            .entries
+            .iter()
+            .filter(|&&i| {
+                matches!(
+                    self.transcript.lines[i as usize].kind,
+                    LineKind::User | LineKind::Assistant
+                )
+            })
+            .count()
+    }
+
+    /// The working directory recorded by the last live entry that has one.
+    pub fn cwd(&self) -> Option<String> {
+        let t = &self.transcript;
+        self.chain
+            .entries
+            .iter()
+            .rev()
+            .find_map(|&i| t.field(i as usize, t.lines[i as usize].cwd))
+            .or_else(|| {
+                t.lines
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, l)| t.field(i, l.cwd))
+            })
+            .map(Cow::into_owned)
+    }
+
+    /// Bytes before the last compact boundary that were skipped rather than parsed.
+    pub fn skipped_bytes(&self) -> usize {
+        self.transcript.skipped_bytes()
+    }
+
+    /// The conversation to send to the model, by the rules of `COMPAT.md`.
+    pub fn model_messages(&self) -> ModelConversation {
+        let entries = &self.chain.entries;
+        let t = &self.transcript;
+        let body_bytes: usize = entries
+            .iter()
+            .filter_map(|&i| {
+                t.lines[i as usize]
+                    .message
+                    .map(|_| t.lines[i as usize].len as usize)
+            })
+            .sum();
+        let (items, unreadable) = if body_bytes >= PARALLEL_PARSE_MIN_BYTES && entries.len() > 1 {
+            let split = split_by_bytes(t, entries);
+            let (a, b) = std::thread::scope(|s| {
+                let second = s.spawn(|| live_items(t, &entries[split..]));
+                let first = live_items(t, &entries[..split]);
+                // A panic while parsing is a bug; surface it.
+                #[allow(clippy::expect_used)]
+                (
+                    first,
+                    second.join().expect("message parser thread panicked"),
+                )
+            });
+            let (mut items, mut bad) = a;
+            items.extend(b.0);
+            bad.extend(b.1);
+            (items, bad)
+        } else {
+            live_items(t, entries)
+        };
+        let mut conv = to_model_messages(items);
+        conv.unreadable_lines = unreadable;
+        conv
+    }
+}
+
+/// Whether the chain starts at the compact boundary the reader skipped to, without a
+/// repair: then nothing behind the boundary can be live.
+fn starts_at_boundary(t: &Transcript, chain: &Chain) -> bool {
+    let bridged = chain
+        .repairs
+        .iter()
+        .any(|r| matches!(r, Repair::BridgedGap { .. }));
+    let first = chain.entries.first().map(|&i| &t.lines[i as usize]);
+    !bridged
+        && first.is_some_and(|l| {
+            l.kind == LineKind::System(SystemSub::CompactBoundary) && l.parent.is_none()
+        })
+}
+
+fn kind_of(k: LineKind) -> Option<EntryKind> {
+    Some(match k {
+        LineKind::User => EntryKind::User,
+        LineKind::Assistant => EntryKind::Assistant,
+        LineKind::System(_) => EntryKind::System,
+        LineKind::Attachment => EntryKind::Attachment,
+        LineKind::Progress => EntryKind::Progress,
+        LineKind::Meta(k) => k,
+        LineKind::Unknown => return None,
+    })
+}
+
+/// The index that splits `entries` into two halves of about equal message bytes.
+fn split_by_bytes(t: &Transcript, entries: &[u32]) -> usize {
+    let total: usize = entries
+        .iter()
+        .map(|&i| t.lines[i as usize].len as usize)
+        .sum();
+    let mut acc = 0;
+    for (k, &i) in entries.iter().enumerate() {
+        acc += t.lines[i as usize].len as usize;
+        if acc * 2 >= total {
+            return k + 1;
+        }
+    }
+    entries.len()
+}
+
+/// Parses the message bodies of `entries`; returns the items and the line numbers of
+/// bodies that could not be parsed (those entries count as dropped).
+fn live_items(t: &Transcript, entries: &[u32]) -> (Vec<LiveItem>, Vec<u32>) {
+    let mut bad = Vec::new();
+    let items = entries
+        .iter()
+        .map(|&i| {
+            let l = &t.lines[i as usize];
+            let item = live_item(t, i as usize, l);
+            if item.is_none() {
+                bad.push(l.number);
+            }
+            item.unwrap_or(LiveItem::Other)
+        })
+        .collect();
+    (items, bad)
+}
+
+fn live_item(t: &Transcript, i: usize, l: &LineInfo) -> Option<LiveItem> {
+    let body = || l.message.map(|m| l.raw(&t.buf, m));
+    Some(match l.kind {
+        LineKind::User => LiveItem::User(serde_json::from_slice::<Message>(body()?).ok()?),
+        LineKind::Assistant => LiveItem::Assistant(Box::new(
+            serde_json::from_slice::<AssistantMessage>(body()?).ok()?,
+        )),
+        LineKind::System(SystemSub::LocalCommand) => {
+            LiveItem::LocalCommand(t.field(i, l.text)?.into_owned())
+        }
+        _ => LiveItem::Other,
+    })
+}
+
+/// The snapshots of user messages on the live chain (the last line per message wins:
+/// updates repeat the whole snapshot), in chain order; and the newest snapshot overall.
+fn live_snapshots(
+    t: &Transcript,
+    chain: &Chain,
+    snapshots: Vec<(u32, FileHistorySnapshot)>,
+) -> (Vec<FileHistorySnapshot>, Option<FileHistorySnapshot>) {
+    let latest = snapshots.last().map(|(_, s)| s.clone());
+    let mut by_message: std::collections::HashMap<String, FileHistorySnapshot> =
+        std::collections::HashMap::new();
+    for (_, s) in snapshots {
+        by_message.insert(s.message_id.clone(), s);
+    }
+    let live = chain
+        .entries
+        .iter()
+        .filter(|&&i| t.lines[i as usize].kind == LineKind::User)
+        .filter_map(|&i| t.field(i as usize, t.lines[i as usize].uuid))
+        .filter_map(|uuid| by_message.remove(uuid.as_ref()))
+        .collect();
+    (live, latest)
+}

@@ -1,0 +1,207 @@
+//! Crafted transcripts for each rule of the chain (COMPAT.md "Which entries are the live
+//! conversation").
+
+use super::*;
+use crate::reader::Transcript;
+
+/// A user prompt.
+pub(crate) fn user(uuid: &str, parent: Option<&str>, ts: u32) -> String {
+    format!(
+        r#"{{"parentUuid":{},"isSidechain":false,"type":"user","message":{{"role":"user","content":"prompt {uuid}"}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:{ts:02}.000Z"}}"#,
+        parent_json(parent)
+    )
+}
+
+/// One assistant line of response `msg` holding `block` (a JSON content block).
+pub(crate) fn assistant(
+    uuid: &str,
+    parent: Option<&str>,
+    ts: u32,
+    msg: &str,
+    block: &str,
+) -> String {
+    format!(
+        r#"{{"parentUuid":{},"isSidechain":false,"message":{{"model":"claude-sonnet-4-5","id":"{msg}","type":"message","role":"assistant","content":[{block}],"stop_reason":null,"stop_sequence":null,"usage":{{"input_tokens":1,"output_tokens":1}}}},"requestId":"req_{msg}","type":"assistant","uuid":"{uuid}","timestamp":"2026-01-01T00:00:{ts:02}.000Z"}}"#,
+        parent_json(parent)
+    )
+}
+
+/// A user line answering tool use `tool`.
+pub(crate) fn result(uuid: &str, parent: Option<&str>, ts: u32, tool: &str) -> String {
+    format!(
+        r#"{{"parentUuid":{},"isSidechain":false,"type":"user","message":{{"role":"user","content":[{{"tool_use_id":"{tool}","type":"tool_result","content":"out {tool}"}}]}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:{ts:02}.000Z","toolUseResult":{{"stdout":"out"}}}}"#,
+        parent_json(parent)
+    )
+}
+
+pub(crate) fn text(t: &str) -> String {
+    format!(r#"{{"type":"text","text":"{t}"}}"#)
+}
+
+pub(crate) fn tool_use(id: &str) -> String {
+    format!(r#"{{"type":"tool_use","id":"{id}","name":"Bash","input":{{"command":"ls"}}}}"#)
+}
+
+fn parent_json(p: Option<&str>) -> String {
+    p.map_or("null".to_owned(), |p| format!("\"{p}\""))
+}
+
+fn chain_of(lines: &[String]) -> (Vec<String>, Vec<Repair>) {
+    let t = Transcript::from_bytes((lines.join("\n") + "\n").into_bytes());
+    let c = build(&t);
+    let uuids = c
+        .entries
+        .iter()
+        .map(|&i| {
+            t.field(i as usize, t.lines[i as usize].uuid)
+                .unwrap()
+                .into_owned()
+        })
+        .collect();
+    (uuids, c.repairs)
+}
+
+#[test]
+fn sp3_a_linear_conversation_is_live_whole() {
+    let (c, r) = chain_of(&[
+        user("u1", None, 1),
+        assistant("a1", Some("u1"), 2, "m1", &text("hi")),
+        user("u2", Some("a1"), 3),
+        assistant("a2", Some("u2"), 4, "m2", &text("bye")),
+    ]);
+    assert_eq!(c, ["u1", "a1", "u2", "a2"]);
+    assert!(r.is_empty());
+}
+
+#[test]
+fn sp3_dead_branches_left_by_a_rewind_are_not_live() {
+    let (c, _) = chain_of(&[
+        user("u1", None, 1),
+        assistant("a1", Some("u1"), 2, "m1", &text("hi")),
+        user("dead", Some("a1"), 3),
+        assistant("dead-a", Some("dead"), 4, "m2", &text("old answer")),
+        user("u3", Some("a1"), 5),
+        assistant("a3", Some("u3"), 6, "m3", &text("new answer")),
+    ]);
+    assert_eq!(c, ["u1", "a1", "u3", "a3"]);
+}
+
+#[test]
+fn sp3_the_leaf_is_the_latest_timestamp_not_the_last_line() {
+    let (c, _) = chain_of(&[
+        user("u1", None, 1),
+        assistant("late", Some("u1"), 9, "m1", &text("later in time")),
+        assistant("early", Some("u1"), 5, "m2", &text("later in file")),
+    ]);
+    assert_eq!(c, ["u1", "late"]);
+    // Equal timestamps: the later line wins.
+    let (c, _) = chain_of(&[
+        user("u1", None, 1),
+        assistant("x", Some("u1"), 5, "m1", &text("a")),
+        assistant("y", Some("u1"), 5, "m2", &text("b")),
+    ]);
+    assert_eq!(c, ["u1", "y"]);
+}
+
+#[test]
+fn sp3_sidechain_lines_are_never_the_leaf() {
+    let side = user("side", Some("a1"), 9).replace("\"isSidechain\":false", "\"isSidechain\":true");
+    let (c, _) = chain_of(&[
+        user("u1", None, 1),
+        assistant("a1", Some("u1"), 2, "m1", &text("hi")),
+        side,
+    ]);
+    assert_eq!(c, ["u1", "a1"]);
+}
+
+#[test]
+fn sp3_only_what_follows_the_last_compact_boundary_is_live() {
+    let boundary = |uuid: &str, logical: &str, ts: u32| {
+        format!(
+            r#"{{"parentUuid":null,"logicalParentUuid":"{logical}","isSidechain":false,"type":"system","subtype":"compact_boundary","content":"Conversation compacted","isMeta":false,"timestamp":"2026-01-01T00:00:{ts:02}.000Z","uuid":"{uuid}","level":"info","compactMetadata":{{"trigger":"auto","preTokens":1000}}}}"#
+        )
+    };
+    let (c, r) = chain_of(&[
+        user("u1", None, 1),
+        assistant("a1", Some("u1"), 2, "m1", &text("hi")),
+        boundary("b1", "a1", 3),
+        user("s1", Some("b1"), 4),
+        assistant("a2", Some("s1"), 5, "m2", &text("x")),
+        boundary("b2", "a2", 6),
+        user("s2", Some("b2"), 7),
+        assistant("a3", Some("s2"), 8, "m3", &text("y")),
+    ]);
+    assert_eq!(c, ["b2", "s2", "a3"]);
+    assert!(r.is_empty());
+}
+
+#[test]
+fn sp3_a_cycle_stops_the_walk() {
+    let (c, r) = chain_of(&[
+        user("x", Some("y"), 1),
+        user("y", Some("x"), 2),
+        assistant("leaf", Some("y"), 3, "m1", &text("t")),
+    ]);
+    assert_eq!(c, ["x", "y", "leaf"]);
+    assert!(matches!(&r[..], [Repair::CycleStopped { uuid, .. }] if uuid == "y"));
+}
+
+#[test]
+fn sp3_a_lost_line_is_bridged_and_reported_instead_of_dropping_history() {
+    // u2 was lost in a crash; a2 names it as parent.
+    let (c, r) = chain_of(&[
+        user("u1", None, 1),
+        assistant("a1", Some("u1"), 2, "m1", &text("hi")),
+        assistant("a2", Some("u2-lost"), 4, "m2", &text("answer")),
+        user("u3", Some("a2"), 5),
+    ]);
+    assert_eq!(
+        c,
+        ["u1", "a1", "a2", "u3"],
+        "the reference agent would keep only a2, u3"
+    );
+    assert_eq!(
+        r,
+        [Repair::BridgedGap {
+            line: 3,
+            uuid: "a2".into(),
+            missing_parent: "u2-lost".into(),
+            bridged_to: "a1".into(),
+            bridged_to_line: 2,
+        }]
+    );
+}
+
+#[test]
+fn sp3_a_split_response_with_a_lost_parent_continues_at_its_earlier_part_silently() {
+    let (c, r) = chain_of(&[
+        user("u1", None, 1),
+        assistant("p1", Some("u1"), 2, "m1", &text("part one")),
+        user("noise", Some("u1"), 2),
+        assistant("p2", Some("lost"), 3, "m1", &text("part two")),
+    ]);
+    assert_eq!(c, ["u1", "p1", "p2"]);
+    assert!(r.is_empty());
+}
+
+#[test]
+fn sp3_parallel_tool_results_and_sibling_blocks_are_put_back() {
+    // One response m1 with a text and two tool uses; the second block and the first
+    // result hang off the chain the walk follows.
+    let (c, _) = chain_of(&[
+        user("u1", None, 1),
+        assistant("t", Some("u1"), 2, "m1", &text("let me look")),
+        assistant("tu1", Some("t"), 3, "m1", &tool_use("toolu_1")),
+        assistant("tu2", Some("t"), 4, "m1", &tool_use("toolu_2")),
+        result("r1", Some("tu1"), 5, "toolu_1"),
+        result("r2", Some("tu2"), 6, "toolu_2"),
+        assistant("a2", Some("r2"), 7, "m2", &text("done")),
+    ]);
+    assert_eq!(c, ["u1", "t", "tu2", "tu1", "r1", "r2", "a2"]);
+}
+
+#[test]
+fn an_empty_or_metadata_only_transcript_has_no_chain() {
+    let (c, r) = chain_of(&[r#"{"type":"summary","summary":"s","leafUuid":"x"}"#.to_owned()]);
+    assert!(c.is_empty() && r.is_empty());
+}
