@@ -1,1 +1,19 @@
-//! The strata agent: tool-use contexts, sub-agents, providers, query loop, tools, permissions. Not built yet.
+//! The strata agent: everything between a prompt and the model's final answer.
+//!
+//! The state layers below (store, app state, bootstrap, sessions) are passive; this crate
+//! drives them. Every model call, tool run and permission decision flows through the app
+//! store (FX-6), the bootstrap counters and the session transcript.
+//!
+//! - [`provider`]: model providers behind one streaming trait (Anthropic Messages API,
+//!   OpenAI-compatible chat completions, replay of a recorded session).
+//! - [`tools`]: the tools the model can call (Bash, Read, Write, Edit, Glob, Grep,
+//!   TodoWrite) behind one trait.
+//! - [`permissions`]: permission modes, rules and decisions for tool calls.
+//! - [`context`]: the tool-use context and sub-agent isolation (SA-1 … SA-7).
+//! - [`query`]: the query loop.
+
+pub mod context;
+pub mod permissions;
+pub mod provider;
+pub mod query;
+pub mod tools;

@@ -1,0 +1,1 @@
+//! Permission modes, rules and decisions for tool calls. Being written.

@@ -1,0 +1,170 @@
+//! Model providers behind one streaming trait.
+//!
+//! The query loop does not care which service answers: it sends a [`ModelRequest`] and
+//! consumes a stream of [`StreamEvent`]s shaped like the Anthropic Messages API's
+//! server-sent events (the richest of the supported protocols: text, thinking with
+//! signatures, tool use, usage). Each provider maps its wire protocol onto these events;
+//! [`MessageAccumulator`] turns the events into the final [`AssistantMessage`].
+//!
+//! Providers own retries of transient failures (429, 5xx, `overloaded_error`) before the
+//! first event is yielded; once content has streamed, an error ends the stream and the
+//! query loop decides what to do.
+
+mod accumulator;
+
+use std::fmt;
+use std::pin::Pin;
+
+use futures::Stream;
+use serde_json::Value;
+use strata_protocol::message::{ContentBlock, Message, StopReason, Usage};
+use tokio_util::sync::CancellationToken;
+
+pub use accumulator::MessageAccumulator;
+pub use strata_protocol::message::AssistantMessage;
+
+/// One request to a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The model name as the provider knows it.
+    pub model: String,
+    /// The system prompt.
+    pub system: String,
+    /// The conversation so far, alternating user and assistant messages.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolDefinition>,
+    /// The maximum number of tokens to generate.
+    pub max_tokens: u32,
+    /// Extended thinking budget in tokens, when thinking is enabled.
+    pub thinking_budget: Option<u32>,
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDefinition {
+    /// The tool's name (`Bash`, `Read`, …).
+    pub name: String,
+    /// What it does and how to use it.
+    pub description: String,
+    /// The JSON schema of its input object.
+    pub input_schema: Value,
+}
+
+/// One event of a streamed model response (the Messages API's SSE events).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// The response began: its id, model and initial usage.
+    MessageStart {
+        /// The response id (`msg_…`).
+        id: String,
+        /// The model that answers.
+        model: String,
+        /// Usage known at the start (input and cache tokens).
+        usage: Usage,
+    },
+    /// A content block began at `index` (text and thinking start empty; tool use starts
+    /// with an empty input that deltas fill).
+    ContentBlockStart {
+        /// The block's position in the response.
+        index: usize,
+        /// The block as it starts.
+        block: ContentBlock,
+    },
+    /// More of the block at `index`.
+    ContentBlockDelta {
+        /// The block's position.
+        index: usize,
+        /// What to append.
+        delta: BlockDelta,
+    },
+    /// The block at `index` is complete.
+    ContentBlockStop {
+        /// The block's position.
+        index: usize,
+    },
+    /// Response-level changes: why it stopped, final usage.
+    MessageDelta {
+        /// Why generation stopped.
+        stop_reason: Option<StopReason>,
+        /// Usage reported at the end (output tokens are final here).
+        usage: Option<Usage>,
+    },
+    /// The response is complete.
+    MessageStop,
+    /// Keep-alive; carries nothing.
+    Ping,
+}
+
+/// An addition to a content block.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockDelta {
+    /// Text to append to a text block.
+    Text(String),
+    /// Text to append to a thinking block.
+    Thinking(String),
+    /// The thinking block's signature.
+    Signature(String),
+    /// A fragment of a tool use's input JSON.
+    InputJson(String),
+}
+
+/// Why a provider could not produce a (complete) response.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// The provider is not configured (no key, no base URL); the message says how to
+    /// configure it.
+    #[error("{0}")]
+    NotConfigured(String),
+    /// The API answered with an error status or an `error` event.
+    #[error("{provider} API error{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Api {
+        /// Which provider.
+        provider: &'static str,
+        /// The HTTP status, when there was one.
+        status: Option<u16>,
+        /// The error type the API named (`overloaded_error`, `rate_limit_error`, …).
+        kind: Option<String>,
+        /// The API's message.
+        message: String,
+        /// Whether retrying could help (429, 5xx, overloaded).
+        retryable: bool,
+    },
+    /// The connection failed or broke.
+    #[error("{provider}: connection failed: {message}")]
+    Transport {
+        /// Which provider.
+        provider: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// The stream did not follow the protocol (bad JSON, events out of order).
+    #[error("{provider}: malformed response: {message}")]
+    Protocol {
+        /// Which provider.
+        provider: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// The request was cancelled.
+    #[error("request cancelled")]
+    Cancelled,
+    /// A replayed session ran out of recorded responses, or could not be read.
+    #[error("replay: {0}")]
+    Replay(String),
+}
+
+/// A stream of response events.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+/// A model provider.
+pub trait Provider: Send + Sync + fmt::Debug {
+    /// A short name for messages and the headless `init` line (`anthropic`, `openai`,
+    /// `replay`).
+    fn name(&self) -> &'static str;
+
+    /// Starts one streamed response. The stream ends after `MessageStop` or with an
+    /// error; cancelling `cancel` ends it with [`ProviderError::Cancelled`] promptly,
+    /// also while waiting between retries.
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream;
+}

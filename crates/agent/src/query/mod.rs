@@ -1,0 +1,1 @@
+//! The query loop: prompt → model → tools → model … until the turn ends. Being written.
