@@ -41,6 +41,8 @@ mod worker;
 
 pub mod tool_results;
 
+pub(crate) use file::{create_private_dirs as private_dirs, sync_parent};
+
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -68,6 +70,12 @@ impl TranscriptRecord for serde_json::Value {
             self.get("type").and_then(serde_json::Value::as_str),
             Some("user" | "assistant")
         )
+    }
+}
+
+impl TranscriptRecord for strata_protocol::transcript::Entry {
+    fn starts_transcript(&self) -> bool {
+        matches!(self, Self::User(_) | Self::Assistant(_))
     }
 }
 
