@@ -10,12 +10,16 @@
 //! cancellation, its process) are not stored in a task: they live in a handle registry
 //! beside the state (AS-2), reached through [`TaskHandles`].
 //!
-//! - [`map`]: [`TaskMap`] and the per-task lifecycle (register, progress, complete, fail,
-//!   kill), each returning "unchanged" when nothing changes.
+//! The pieces: [`TaskMap`] with the per-task lifecycle (register, start, progress,
+//! complete, fail, kill), each returning "unchanged" when nothing changes; selectors
+//! ([`viewed_teammate_task`], [`input_target`], SL-1); transitions on [`TasksDomain`]
+//! (enter and exit a view, stop or dismiss, the eviction sweep: SL-2, SL-3).
 
 mod handles;
 mod map;
 mod model;
+mod selectors;
+mod transitions;
 
 pub use handles::{Cancel, TaskHandles};
 pub use map::{EVICTION_GRACE_MS, TaskMap};
@@ -23,6 +27,8 @@ pub use model::{
     InProcessTeammate, LocalAgent, LocalShell, RemoteAgent, TaskId, TaskKind, TaskMessages,
     TaskState, TaskStatus,
 };
+pub use selectors::{InputTarget, input_target, viewed_teammate_task};
+pub use transitions::{Clock, ManualClock, StopAction, SystemClock, task_messages};
 
 /// The tasks-and-agents domain of the app state (AS-1).
 #[derive(Clone, Debug, Default, PartialEq)]

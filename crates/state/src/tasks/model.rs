@@ -116,8 +116,6 @@ pub struct TaskState {
     pub end_time_ms: Option<u64>,
     /// Why it failed, for failed tasks.
     pub error: Option<Arc<str>>,
-    /// Hidden from task lists (dismissed by the user), though still in the map.
-    pub dismissed: bool,
     /// The data of this kind of task.
     pub kind: TaskKind,
 }
@@ -142,7 +140,6 @@ impl TaskState {
             start_time_ms,
             end_time_ms: None,
             error: None,
-            dismissed: false,
             kind,
         }
     }
