@@ -17,9 +17,10 @@
 //!    a user message gets the assistant reply `No response requested.`.
 //! 7. The model recorded last in the transcript is kept.
 //!
-//! The Messages API rejects a tool use without its result and a result without its tool
-//! use, so such blocks (left by an interrupted turn or a lost line) are dropped and
-//! counted; a dropped tool use in the last turn marks the session as interrupted.
+//! The Messages API rejects a tool use without its result, a result without its tool use,
+//! a tool id used twice and tool blocks in the wrong role, so such blocks (left by an
+//! interrupted turn, a lost line or a damaged file) are dropped and counted; a dropped
+//! tool use in the last turn marks the session as interrupted.
 
 use std::collections::{HashMap, HashSet};
 
@@ -92,6 +93,7 @@ pub fn to_model_messages(items: Vec<LiveItem>) -> ModelConversation {
     let mut groups: Vec<Group> = Vec::new();
     let mut response_at: HashMap<String, usize> = HashMap::new();
     let mut tool_owner: HashMap<String, String> = HashMap::new();
+    let mut answered: HashSet<String> = HashSet::new();
     for (n, item) in items.into_iter().enumerate() {
         match item {
             LiveItem::Assistant(m) => {
@@ -118,8 +120,21 @@ pub fn to_model_messages(items: Vec<LiveItem>) -> ModelConversation {
                     groups.len() - 2
                 });
                 for b in m.content {
-                    if let ContentBlock::ToolUse(u) = &b {
-                        tool_owner.insert(u.id.clone(), id.clone());
+                    match &b {
+                        // A tool id must be unique in a conversation; a result belongs in a
+                        // user message. Either kind of damage is dropped.
+                        ContentBlock::ToolUse(u) if tool_owner.contains_key(&u.id) => {
+                            out.dropped_tool_uses += 1;
+                            continue;
+                        }
+                        ContentBlock::ToolUse(u) => {
+                            tool_owner.insert(u.id.clone(), id.clone());
+                        }
+                        ContentBlock::ToolResult(_) => {
+                            out.dropped_tool_results += 1;
+                            continue;
+                        }
+                        _ => {}
                     }
                     groups[at].blocks.push(b);
                 }
@@ -129,9 +144,13 @@ pub fn to_model_messages(items: Vec<LiveItem>) -> ModelConversation {
                 for b in m.content.into_blocks() {
                     match &b {
                         ContentBlock::ToolResult(r) => match tool_owner.get(&r.tool_use_id) {
-                            Some(owner) => groups[response_at[owner] + 1].blocks.push(b),
-                            None => out.dropped_tool_results += 1,
+                            Some(owner) if answered.insert(r.tool_use_id.clone()) => {
+                                groups[response_at[owner] + 1].blocks.push(b);
+                            }
+                            // No tool use issued it, or it was answered already.
+                            _ => out.dropped_tool_results += 1,
                         },
+                        ContentBlock::ToolUse(_) => out.dropped_tool_uses += 1,
                         _ => plain.push(b),
                     }
                 }

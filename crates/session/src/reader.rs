@@ -311,30 +311,12 @@ fn skim_before(buf: &[u8], end: usize) -> Vec<LineInfo> {
 /// Whether a line before the boundary may be metadata or an assistant line, judged from
 /// the keys before its first large value.
 fn needs_full_read(buf: &[u8], start: usize, end: usize) -> bool {
-    const STOP: &str = "classified";
-    let mut verdict = true;
-    let mut sc = scan::Scanner::new(buf, start, end);
-    let r = sc.object(|sc, key| match &buf[key.start..key.end] {
-        b"type" => {
-            let t = sc.string()?;
-            verdict = !matches!(
-                &buf[t.start..t.end],
-                b"user" | b"progress" | b"system" | b"attachment"
-            );
-            Err(scan::ScanError {
-                at: sc.pos(),
-                what: STOP,
-            })
-        }
-        b"message" | b"data" | b"toolUseResult" => Err(scan::ScanError {
-            at: sc.pos(),
-            what: STOP,
-        }),
-        _ => sc.skip_value(),
-    });
-    match r {
-        Err(e) if e.what == STOP => verdict,
-        _ => true,
+    match line::scan_head(buf, start, end).0 {
+        line::Head::Type(t) => !matches!(
+            &buf[t.start..t.end],
+            b"user" | b"progress" | b"system" | b"attachment"
+        ),
+        line::Head::MessageFirst | line::Head::Unknown => true,
     }
 }
 

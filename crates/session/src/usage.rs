@@ -168,22 +168,22 @@ impl UsageCollector {
         Self::default()
     }
 
-    /// Counts the assistant lines of `t`.
+    /// Counts the assistant lines of `t` (those before a skipped compact boundary too).
     pub fn add(&mut self, t: &Transcript) {
-        for (i, l) in t.lines.iter().enumerate() {
+        for l in t.pre_boundary.iter().chain(t.lines.iter()) {
             if l.kind != LineKind::Assistant || l.has(flag::API_ERROR) {
                 continue;
             }
             let Some(usage) = l.usage.as_deref() else {
                 continue;
             };
-            let model = t.field(i, l.model).unwrap_or_default();
+            let model = l.text_of(&t.buf, l.model).unwrap_or_default();
             if model == SYNTHETIC_MODEL {
                 continue;
             }
-            match t.field(i, l.msg_id) {
+            match l.text_of(&t.buf, l.msg_id) {
                 Some(id) => {
-                    let req = t.field(i, l.request_id).unwrap_or_default();
+                    let req = l.text_of(&t.buf, l.request_id).unwrap_or_default();
                     self.responses
                         .entry((id.into_owned(), req.into_owned()))
                         .and_modify(|(_, kept)| {

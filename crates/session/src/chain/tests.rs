@@ -205,3 +205,87 @@ fn an_empty_or_metadata_only_transcript_has_no_chain() {
     let (c, r) = chain_of(&[r#"{"type":"summary","summary":"s","leafUuid":"x"}"#.to_owned()]);
     assert!(c.is_empty() && r.is_empty());
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::super::*;
+    use super::{assistant, result, tool_use, user};
+    use crate::reader::Transcript;
+
+    fn graph() -> impl Strategy<Value = Vec<(u8, Option<usize>, u8, u8, bool)>> {
+        prop::collection::vec(
+            (
+                0u8..3,
+                prop::option::of(0usize..30),
+                any::<u8>(),
+                0u8..5,
+                prop::bool::weighted(0.1),
+            ),
+            0..30,
+        )
+    }
+
+    fn render(spec: &[(u8, Option<usize>, u8, u8, bool)]) -> String {
+        spec.iter()
+            .enumerate()
+            .map(|(i, &(kind, parent, ts, msg, side))| {
+                let uuid = format!("n{i}");
+                let p = parent.map(|p| format!("n{p}"));
+                let ts = u32::from(ts % 60);
+                let line = match kind {
+                    0 => result(&uuid, p.as_deref(), ts, &format!("t{msg}")),
+                    1 => assistant(
+                        &uuid,
+                        p.as_deref(),
+                        ts,
+                        &format!("m{msg}"),
+                        &tool_use(&format!("t{msg}")),
+                    ),
+                    _ => user(&uuid, p.as_deref(), ts),
+                };
+                if side {
+                    line.replace("\"isSidechain\":false", "\"isSidechain\":true")
+                } else {
+                    line
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Over arbitrary parent graphs (cycles, self-parents, missing parents, split
+        /// responses, sidechains): every entry appears once, the leaf is in the chain, and
+        /// every bridged gap names a parent that really is absent.
+        #[test]
+        fn chain_invariants_hold_on_arbitrary_graphs(spec in graph()) {
+            let t = Transcript::from_bytes(render(&spec).into_bytes());
+            let c = build(&t);
+            let mut seen = std::collections::HashSet::new();
+            for &i in &c.entries {
+                prop_assert!(seen.insert(i), "entry {i} twice");
+                prop_assert!(t.lines[i as usize].kind.is_participant());
+            }
+            if let Some(leaf) = c.leaf {
+                prop_assert!(c.entries.contains(&leaf));
+                prop_assert!(!t.lines[leaf as usize].has(flag::SIDECHAIN));
+            } else {
+                prop_assert!(c.entries.is_empty());
+            }
+            let uuids: std::collections::HashSet<String> = (0..spec.len()).map(|i| format!("n{i}")).collect();
+            for r in &c.repairs {
+                if let Repair::BridgedGap { missing_parent, .. } = r {
+                    prop_assert!(!uuids.contains(missing_parent));
+                }
+            }
+            // A graph without missing parents and cycles needs no repair.
+            let acyclic_and_whole = spec.iter().enumerate().all(|(i, s)| s.1.is_none_or(|p| p < i));
+            if acyclic_and_whole {
+                prop_assert!(c.repairs.is_empty(), "{:?}", c.repairs);
+            }
+        }
+    }
+}

@@ -373,3 +373,50 @@ fn scan_usage(buf: &[u8], sc: &mut Scanner<'_>) -> ScanResult<UsageCounts> {
     })?;
     Ok(u)
 }
+
+/// What the first keys of a line say, before its first large value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Head {
+    /// `type` came first: its value's span in the buffer.
+    Type(StrSpan),
+    /// `message` came before `type`: an assistant line in the reference key order (user
+    /// lines put `type` first).
+    MessageFirst,
+    /// Neither was found before another large value, or the line is not an object.
+    Unknown,
+}
+
+/// Reads a line's keys up to `type` or its first large value (`message`, `data`,
+/// `toolUseResult`, `snapshot`), without scanning the rest. Returns what was found and
+/// whether `isSidechain: true` came first.
+pub(crate) fn scan_head(buf: &[u8], start: usize, end: usize) -> (Head, bool) {
+    const STOP: &str = "head read";
+    let mut head = Head::Unknown;
+    let mut sidechain = false;
+    let mut sc = Scanner::new(buf, start, end);
+    let stop = |sc: &Scanner<'_>| {
+        Err(super::scan::ScanError {
+            at: sc.pos(),
+            what: STOP,
+        })
+    };
+    let _ = sc.object(|sc, key| match &buf[key.start..key.end] {
+        b"type" => {
+            if let Some(t) = sc.string_or_null()? {
+                head = Head::Type(t);
+            }
+            stop(sc)
+        }
+        b"isSidechain" => {
+            sidechain = sc.bool_lenient()? == Some(true);
+            Ok(())
+        }
+        b"message" => {
+            head = Head::MessageFirst;
+            stop(sc)
+        }
+        b"data" | b"toolUseResult" | b"snapshot" => stop(sc),
+        _ => sc.skip_value(),
+    });
+    (head, sidechain)
+}

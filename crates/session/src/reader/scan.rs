@@ -440,4 +440,61 @@ mod tests {
         .unwrap();
         assert_eq!(got, [Some(12), None, None, None]);
     }
+
+    mod properties {
+        use proptest::prelude::*;
+        use serde_json::Value;
+
+        use super::*;
+
+        fn json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::from),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(Value::from),
+                ".*".prop_map(Value::String),
+                "[\"\\\\/\u{0}-\u{1f}a-z\u{e9}\u{1F600}]{0,60}".prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 64, 8, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                    prop::collection::vec((".{0,12}", inner), 0..8)
+                        .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// The scanner accepts every document serde_json writes, and reads its strings
+            /// back to the same text.
+            #[test]
+            fn the_scanner_accepts_all_json_and_decodes_strings(v in json(), pretty in any::<bool>()) {
+                let text = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) }.unwrap();
+                prop_assert_eq!(skim(&text), Ok(()));
+                if let Value::String(expected) = &v {
+                    let mut sc = Scanner::new(text.as_bytes(), 0, text.len());
+                    let span = sc.string().unwrap();
+                    let decoded = super::super::text(text.as_bytes(), span).unwrap();
+                    prop_assert_eq!(decoded.as_ref(), expected.as_str());
+                }
+            }
+
+            /// Cutting a document anywhere inside makes it invalid (a torn line is never
+            /// taken for a record).
+            #[test]
+            fn a_cut_document_is_rejected(v in json(), cut in any::<prop::sample::Index>()) {
+                let text = serde_json::to_string(&v).unwrap();
+                prop_assume!(matches!(v, Value::Object(_) | Value::Array(_)));
+                let at = cut.index(text.len());
+                let torn = &text.as_bytes()[..at];
+                let mut sc = Scanner::new(torn, 0, torn.len());
+                prop_assert!(sc.skip_value().and_then(|()| sc.finish()).is_err());
+            }
+        }
+    }
 }
