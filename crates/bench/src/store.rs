@@ -85,7 +85,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn flag(args: &[String], name: &str) -> anyhow::Result<Option<usize>> {
+pub(crate) fn flag(args: &[String], name: &str) -> anyhow::Result<Option<usize>> {
     match args.iter().position(|a| a == name) {
         None => Ok(None),
         Some(i) => {
