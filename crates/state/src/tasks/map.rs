@@ -3,11 +3,12 @@
 //!
 //! Every operation that might change the map returns `Option<TaskMap>`: `None` means
 //! "nothing changed", so an app-state updater can hand back the previous state itself and
-//! the store notifies nobody (ST-3). Changing one task copies the path to it in the tree
-//! (a few 16-wide nodes), not the map (AS-4).
+//! the store notifies nobody (ST-3). Changing one task costs the same whatever the number
+//! of tasks: the map is a [`LogMap`] (AS-4).
 
 use std::sync::Arc;
 
+use super::log_map::LogMap;
 use super::model::{TaskId, TaskKind, TaskState, TaskStatus};
 
 /// How long a finished agent task that nobody views stays in the map (SL-3).
@@ -15,7 +16,7 @@ pub const EVICTION_GRACE_MS: u64 = 30_000;
 
 /// Every task of a session, by id, in id order (creation order within a kind).
 #[derive(Clone, Default, PartialEq)]
-pub struct TaskMap(imbl::OrdMap<TaskId, Arc<TaskState>>);
+pub struct TaskMap(LogMap<TaskId, Arc<TaskState>>);
 
 impl TaskMap {
     /// The task with this id.
@@ -35,7 +36,7 @@ impl TaskMap {
 
     /// The tasks in id order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<TaskState>> {
-        self.0.values()
+        self.0.iter().map(|(_, task)| task)
     }
 
     /// True when both maps are the same version (O(1)); for selections.
@@ -62,9 +63,7 @@ impl TaskMap {
         {
             return None;
         }
-        let mut next = self.0.clone();
-        next.insert(task.id.clone(), Arc::new(task));
-        Some(TaskMap(next))
+        Some(TaskMap(self.0.insert(task.id.clone(), Arc::new(task))))
     }
 
     /// Replaces the task `id` with `f(task)`; `None` when there is no such task or `f`
@@ -74,17 +73,21 @@ impl TaskMap {
         id: &TaskId,
         f: impl FnOnce(&TaskState) -> Option<TaskState>,
     ) -> Option<TaskMap> {
-        let task = f(self.0.get(id)?)?;
-        let mut next = self.0.clone();
-        next.insert(id.clone(), Arc::new(task));
-        Some(TaskMap(next))
+        let old = self.0.get(id)?;
+        let task = f(old)?;
+        // A change that drops a conversation is applied to the base at once, so the
+        // memory is released now rather than at the next compaction (SL-3).
+        let frees_memory = messages_len(old) > messages_len(&task);
+        Some(TaskMap(if frees_memory {
+            self.0.insert_eager(id.clone(), Arc::new(task))
+        } else {
+            self.0.insert(id.clone(), Arc::new(task))
+        }))
     }
 
     /// Removes the task `id`; `None` when there is no such task.
     pub fn remove(&self, id: &TaskId) -> Option<TaskMap> {
-        let mut next = self.0.clone();
-        next.remove(id)?;
-        Some(TaskMap(next))
+        self.0.remove(id).map(TaskMap)
     }
 
     /// Marks a pending task running. `None` unless it was pending.
@@ -164,6 +167,15 @@ impl TaskMap {
             }
             Some(next)
         })
+    }
+}
+
+/// How many messages a task holds in memory.
+fn messages_len(task: &TaskState) -> usize {
+    match &task.kind {
+        TaskKind::LocalAgent(agent) => agent.messages.len(),
+        TaskKind::InProcessTeammate(mate) => mate.messages.len(),
+        TaskKind::LocalShell(_) | TaskKind::RemoteAgent(_) => 0,
     }
 }
 

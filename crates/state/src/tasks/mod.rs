@@ -16,6 +16,7 @@
 //! (enter and exit a view, stop or dismiss, the eviction sweep: SL-2, SL-3).
 
 mod handles;
+pub mod log_map;
 mod map;
 mod model;
 mod selectors;
