@@ -37,12 +37,14 @@
 //! Large tool outputs are kept out of the transcript by [`tool_results`].
 
 mod file;
+mod queue;
 mod worker;
 
 pub mod tool_results;
 
 pub(crate) use file::{create_private_dirs as private_dirs, sync_parent};
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -51,7 +53,8 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 
 use crate::layout::SessionLayout;
-use worker::{Command, Reply, Shared, StoredError};
+use queue::Queue;
+use worker::{Reply, Shared, StoredError};
 
 /// An entry that can be appended to a transcript.
 ///
@@ -140,6 +143,9 @@ impl WriterError {
                 path: path.to_path_buf(),
                 holder,
             },
+            StoredError::Stopped => Self::Stopped {
+                path: path.to_path_buf(),
+            },
             StoredError::Io {
                 path: at,
                 kind,
@@ -148,6 +154,25 @@ impl WriterError {
                 path: at,
                 source: std::io::Error::new(kind, message),
             },
+        }
+    }
+}
+
+/// A sync requested with [`TranscriptWriter::request_sync`], to be waited for later.
+#[derive(Debug)]
+#[must_use = "a sync is only acknowledged by waiting for its ticket"]
+pub struct SyncTicket {
+    rx: mpsc::Receiver<Result<(), StoredError>>,
+    path: PathBuf,
+}
+
+impl SyncTicket {
+    /// Returns once the entries appended before the request are durable, or why they
+    /// are not.
+    pub fn wait(self) -> Result<(), WriterError> {
+        match self.rx.recv() {
+            Ok(result) => result.map_err(|e| WriterError::from_stored(&self.path, e)),
+            Err(_) => Err(WriterError::Stopped { path: self.path }),
         }
     }
 }
@@ -163,7 +188,7 @@ pub struct TranscriptWriter {
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
-    tx: Mutex<Option<mpsc::Sender<Command>>>,
+    queue: Arc<Queue>,
     shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -179,11 +204,12 @@ impl TranscriptWriter {
         let path = path.into();
         let opened = file::open_existing(&path)?;
         let shared = Arc::new(Shared::default());
-        let (tx, rx) = mpsc::channel();
+        let queue = Arc::new(Queue::default());
         let worker = worker::Worker::new(path.clone(), opened, Arc::clone(&shared));
+        let for_thread = Arc::clone(&queue);
         let thread = std::thread::Builder::new()
             .name("strata-transcript".to_owned())
-            .spawn(move || worker.run(rx))
+            .spawn(move || worker.run(for_thread))
             .map_err(|source| WriterError::Io {
                 path: path.clone(),
                 source,
@@ -191,7 +217,7 @@ impl TranscriptWriter {
         Ok(Self {
             inner: Arc::new(Inner {
                 path,
-                tx: Mutex::new(Some(tx)),
+                queue,
                 shared,
                 thread: Mutex::new(Some(thread)),
             }),
@@ -231,17 +257,28 @@ impl TranscriptWriter {
     /// this entry *is* queued behind the unwritten ones, and none of them is durable
     /// until [`sync`](Self::sync) succeeds.
     pub fn append<R: TranscriptRecord + ?Sized>(&self, entry: &R) -> Result<(), WriterError> {
-        let mut line = Vec::with_capacity(1024);
-        serde_json::to_writer(&mut line, entry).map_err(|source| WriterError::Serialize {
-            path: self.inner.path.clone(),
-            source,
-        })?;
-        // Compact serde_json output never holds a raw newline (they are escaped in
-        // strings), so the line is exactly one record.
-        line.push(b'\n');
-        self.send(Command::Record {
-            line,
-            starts: entry.starts_transcript(),
+        thread_local! {
+            // Reused across appends so serializing does not allocate in the steady state.
+            static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+        }
+        LINE.with_borrow_mut(|line| {
+            line.clear();
+            let serialized = serde_json::to_writer(&mut *line, entry);
+            if let Err(source) = serialized {
+                line.clear();
+                return Err(WriterError::Serialize {
+                    path: self.inner.path.clone(),
+                    source,
+                });
+            }
+            // Compact serde_json output never holds a raw newline (they are escaped in
+            // strings), so the line is exactly one record.
+            line.push(b'\n');
+            let result = self.send(line, entry.starts_transcript());
+            if line.capacity() > 1 << 20 {
+                *line = Vec::new(); // do not keep a huge buffer per thread
+            }
+            result
         })
     }
 
@@ -257,7 +294,7 @@ impl TranscriptWriter {
         let mut line = Vec::with_capacity(json.len() + 1);
         line.extend_from_slice(json.as_bytes());
         line.push(b'\n');
-        self.send(Command::Record { line, starts })
+        self.send(&line, starts)
     }
 
     /// Ends a turn: returns once every entry appended before this call is durable.
@@ -274,12 +311,21 @@ impl TranscriptWriter {
     /// Blocks the calling thread for the duration of an fsync (typically a few ms); from
     /// async code use [`sync_async`](Self::sync_async).
     pub fn sync(&self) -> Result<(), WriterError> {
+        self.request_sync()?.wait()
+    }
+
+    /// Asks for a sync without waiting for it: every entry appended before this call will
+    /// be durable when the returned ticket's [`wait`](SyncTicket::wait) returns `Ok`.
+    /// Entries appended meanwhile keep flowing (and may be covered by the same fsync).
+    /// For a turn end whose acknowledgement is needed later (before the next prompt is
+    /// accepted, say) rather than right now.
+    pub fn request_sync(&self) -> Result<SyncTicket, WriterError> {
         let (tx, rx) = mpsc::sync_channel(1);
         self.send_sync(Reply::Blocking(tx))?;
-        match rx.recv() {
-            Ok(result) => result.map_err(|e| WriterError::from_stored(&self.inner.path, e)),
-            Err(_) => Err(self.stopped()),
-        }
+        Ok(SyncTicket {
+            rx,
+            path: self.inner.path.clone(),
+        })
     }
 
     /// [`sync`](Self::sync) for async code: awaits the acknowledgement without blocking
@@ -299,14 +345,11 @@ impl TranscriptWriter {
         self.sync()
     }
 
-    fn send(&self, command: Command) -> Result<(), WriterError> {
-        {
-            let tx = self.inner.tx.lock().unwrap_or_else(PoisonError::into_inner);
-            let Some(tx) = tx.as_ref() else {
-                return Err(self.stopped());
-            };
-            tx.send(command).map_err(|_| self.stopped())?;
-        }
+    fn send(&self, line: &[u8], starts: bool) -> Result<(), WriterError> {
+        self.inner
+            .queue
+            .push(line, starts)
+            .map_err(|_| self.stopped())?;
         match self.inner.shared.current_error() {
             Some(stored) => Err(WriterError::from_stored(&self.inner.path, stored)),
             None => Ok(()),
@@ -314,11 +357,7 @@ impl TranscriptWriter {
     }
 
     fn send_sync(&self, reply: Reply) -> Result<(), WriterError> {
-        let tx = self.inner.tx.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(tx) = tx.as_ref() else {
-            return Err(self.stopped());
-        };
-        tx.send(Command::Sync(reply)).map_err(|_| self.stopped())
+        self.inner.queue.sync(reply).map_err(|_| self.stopped())
     }
 
     fn stopped(&self) -> WriterError {
@@ -330,12 +369,9 @@ impl TranscriptWriter {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Closing the channel tells the thread to write what is left, fsync and stop;
+        // Closing the queue tells the thread to write what is left, fsync and stop;
         // waiting for it makes "dropped" mean "durable" (DESIGN: fsync on exit).
-        self.tx
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        self.queue.close();
         let thread = self
             .thread
             .lock()

@@ -32,6 +32,7 @@ fn lock_holder_child() {
 
 /// Spawns a holder; returns it, its pid, and its stdout (kept open so the child can
 /// still print when it finishes).
+#[allow(clippy::zombie_processes)] // the caller waits for (or kills) the child it gets back
 fn spawn_holder(
     path: &std::path::Path,
 ) -> (
@@ -56,10 +57,10 @@ fn spawn_holder(
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "the child stopped before holding the lock"
-        );
+        if out.read_line(&mut line).unwrap() == 0 {
+            let status = child.wait().unwrap();
+            panic!("the child stopped before holding the lock: {status}");
+        }
         // libtest prints `test lock_holder_child ... ` before the child's first line.
         if let Some((_, pid)) = line.trim().split_once("holding ") {
             return (child, pid.parse().unwrap(), out);

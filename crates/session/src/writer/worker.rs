@@ -1,40 +1,25 @@
 //! The writer thread: the only code that touches a transcript file while a session runs.
 //!
-//! Its loop is group commit: block for one command, drain whatever else is queued (up to
-//! [`MAX_BATCH`] bytes), write the whole records in one `write`, then answer the sync
+//! Its loop is group commit: wait for work, take everything queued (see
+//! [`super::queue`]), write the whole records in one `write`, then answer the sync
 //! requests of that round after one `fdatasync`. Under load a round carries many records;
 //! when idle each record goes out on its own, immediately.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::mpsc::SyncSender;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use super::WriterError;
 use super::file::{self, Opened};
+use super::queue::Queue;
 
-/// Stop draining the channel once this many bytes are waiting, and write them.
-const MAX_BATCH: usize = 1 << 20;
-
-/// After a failed write, how long to wait before retrying when no command arrives.
+/// After a failed write, how long to wait before retrying when nothing else arrives.
 const RETRY_INTERVAL: Duration = Duration::from_millis(100);
-
-/// What the handles send to the thread.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// One whole record, newline included.
-    Record {
-        /// The record's bytes, ending in `\n`.
-        line: Vec<u8>,
-        /// Whether it is a `user`/`assistant` entry (which creates the file).
-        starts: bool,
-    },
-    /// Make everything before this durable, then answer.
-    Sync(Reply),
-}
 
 /// Where the outcome of a sync goes.
 #[derive(Debug)]
@@ -44,7 +29,7 @@ pub(crate) enum Reply {
 }
 
 impl Reply {
-    fn send(self, result: Result<(), StoredError>) {
+    pub(crate) fn send(self, result: Result<(), StoredError>) {
         // A caller that stopped waiting (dropped its receiver) needs no answer.
         match self {
             Self::Blocking(tx) => drop(tx.send(result)),
@@ -60,6 +45,7 @@ pub(crate) enum StoredError {
     Locked {
         holder: Option<u32>,
     },
+    Stopped,
     Io {
         path: PathBuf,
         kind: std::io::ErrorKind,
@@ -90,12 +76,19 @@ impl StoredError {
 pub(crate) struct Shared {
     /// The error of the last failed write, until a write succeeds again.
     error: Mutex<Option<StoredError>>,
+    /// `error` is set.
+    failing: AtomicBool,
     /// Whether the file exists (the first message has been written).
     pub(crate) created: AtomicBool,
 }
 
 impl Shared {
     pub(crate) fn current_error(&self) -> Option<StoredError> {
+        // Checked on every append: a plain load in the common case, the lock only when
+        // a write has failed.
+        if !self.failing.load(Ordering::Acquire) {
+            return None;
+        }
         self.error
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -103,6 +96,7 @@ impl Shared {
     }
 
     fn set_error(&self, error: Option<StoredError>) {
+        self.failing.store(error.is_some(), Ordering::Release);
         *self.error.lock().unwrap_or_else(PoisonError::into_inner) = error;
     }
 }
@@ -113,8 +107,8 @@ struct Target {
     /// Length of the file as this writer left it (it is the only appender).
     len: u64,
     needs_newline: bool,
-    /// Written since the last fsync.
-    dirty: bool,
+    /// Bytes written since the last fsync.
+    unsynced: u64,
     /// Folders and the file itself were just created: fsync their parents once.
     fresh_entries: Vec<PathBuf>,
 }
@@ -127,6 +121,8 @@ pub(crate) struct Worker {
     pending: Vec<u8>,
     /// A message has been queued, so the file must exist.
     wants_file: bool,
+    /// An fsync failed: no later sync may report success.
+    fsync_failed: Option<StoredError>,
     shared: std::sync::Arc<Shared>,
 }
 
@@ -146,6 +142,7 @@ impl Worker {
             target,
             pending: Vec::new(),
             wants_file,
+            fsync_failed: None,
             shared,
         }
     }
@@ -159,60 +156,34 @@ impl Worker {
             file: o.file,
             len: o.len,
             needs_newline: o.needs_newline,
-            dirty: false,
+            unsynced: 0,
             fresh_entries,
         }
     }
 
-    pub(crate) fn run(mut self, rx: Receiver<Command>) {
-        loop {
-            let first = if self.has_unwritten() {
-                match rx.recv_timeout(RETRY_INTERVAL) {
-                    Ok(c) => Some(c),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return self.finish(),
-                }
-            } else {
-                match rx.recv() {
-                    Ok(c) => Some(c),
-                    Err(_) => return self.finish(),
-                }
-            };
-            let mut replies = Vec::new();
-            let mut disconnected = false;
-            if let Some(command) = first {
-                self.take(command, &mut replies);
-                while self.pending.len() < MAX_BATCH {
-                    match rx.try_recv() {
-                        Ok(command) => self.take(command, &mut replies),
-                        Err(TryRecvError::Empty) => break,
-                        Err(TryRecvError::Disconnected) => {
-                            disconnected = true;
-                            break;
-                        }
-                    }
-                }
+    pub(crate) fn run(mut self, queue: Arc<Queue>) {
+        // Whatever happens below (even a panic), handles must learn the thread is gone.
+        struct Gone(Arc<Queue>);
+        impl Drop for Gone {
+            fn drop(&mut self) {
+                self.0.worker_gone();
             }
+        }
+        let _gone = Gone(Arc::clone(&queue));
+        loop {
+            let timeout = self.has_unwritten().then_some(RETRY_INTERVAL);
+            let taken = queue.take(&mut self.pending, timeout);
+            self.wants_file |= taken.starts;
             let written = self.write_pending();
-            if !replies.is_empty() {
+            if !taken.syncs.is_empty() {
                 let result = written.and_then(|()| self.fsync());
-                for reply in replies {
+                for reply in taken.syncs {
                     reply.send(result.clone());
                 }
             }
-            if disconnected {
+            if taken.closed {
                 return self.finish();
             }
-        }
-    }
-
-    fn take(&mut self, command: Command, replies: &mut Vec<Reply>) {
-        match command {
-            Command::Record { line, starts } => {
-                self.wants_file |= starts;
-                self.pending.extend_from_slice(&line);
-            }
-            Command::Sync(reply) => replies.push(reply),
         }
     }
 
@@ -229,7 +200,13 @@ impl Worker {
             return Ok(());
         }
         let result = self.try_write();
-        self.shared.set_error(result.as_ref().err().cloned());
+        self.shared.set_error(
+            result
+                .as_ref()
+                .err()
+                .or(self.fsync_failed.as_ref())
+                .cloned(),
+        );
         result
     }
 
@@ -251,17 +228,13 @@ impl Worker {
             t.file.write_all(b"\n").map_err(|e| io(e, &self.path))?;
             t.len += 1;
             t.needs_newline = false;
-            t.dirty = true;
+            t.unsynced += 1;
         }
         match t.file.write_all(&self.pending) {
             Ok(()) => {
                 t.len += self.pending.len() as u64;
-                t.dirty = true;
+                t.unsynced += self.pending.len() as u64;
                 self.pending.clear();
-                // Keep a moderately sized buffer, drop a huge one.
-                if self.pending.capacity() > 4 * MAX_BATCH {
-                    self.pending = Vec::new();
-                }
                 Ok(())
             }
             Err(e) => {
@@ -281,6 +254,9 @@ impl Worker {
         if let Some(err) = self.shared.current_error() {
             return Err(err);
         }
+        if let Some(err) = &self.fsync_failed {
+            return Err(err.clone());
+        }
         let Some(t) = self.target.as_mut() else {
             return Ok(());
         };
@@ -289,9 +265,23 @@ impl Worker {
             kind: e.kind(),
             message: e.to_string(),
         };
-        if t.dirty {
-            t.file.sync_data().map_err(|e| io(e, self.path.clone()))?;
-            t.dirty = false;
+        if t.unsynced > 0 {
+            if let Err(e) = t.file.sync_data() {
+                // After a failed fsync the kernel may have dropped the dirty pages and a
+                // later fsync can succeed without them, so success can no longer be
+                // promised for anything: the failure is permanent for this writer.
+                let stored = StoredError::Io {
+                    path: self.path.clone(),
+                    kind: e.kind(),
+                    message: format!(
+                        "{e} (fsync failed: records written since the last successful sync may be lost)"
+                    ),
+                };
+                self.fsync_failed = Some(stored.clone());
+                self.shared.set_error(Some(stored.clone()));
+                return Err(stored);
+            }
+            t.unsynced = 0;
         }
         while let Some(entry) = t.fresh_entries.first() {
             file::sync_parent(entry).map_err(|e| io(e, entry.clone()))?;
@@ -301,7 +291,7 @@ impl Worker {
     }
 
     /// The last handle is gone: write what is left, fsync, and stop.
-    fn finish(mut self) {
+    fn finish(&mut self) {
         let result = self.write_pending().and_then(|()| self.fsync());
         if let Err(err) = result {
             let err = WriterError::from_stored(&self.path, err);
