@@ -2,7 +2,7 @@
 //! selections a terminal UI re-evaluates after every commit.
 //!
 //! ```text
-//! cargo run --release -p strata-bench -- store [--batches N] [--updates N]
+//! cargo run --release -p strata-bench -- store [--batches N] [--updates N] [--only 0-4]
 //! ```
 //!
 //! Five lines, one per configuration (see the workspace issue for the targets):
@@ -70,7 +70,11 @@ const CONFIGS: [Config; 5] = [
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let batches = flag(args, "--batches")?.unwrap_or(15);
     let updates = flag(args, "--updates")?.unwrap_or(100_000);
-    for config in &CONFIGS {
+    let only = flag(args, "--only")?;
+    for (i, config) in CONFIGS.iter().enumerate() {
+        if only.is_some_and(|o| o != i) {
+            continue;
+        }
         let (ns, renders) = measure(config, batches, updates as u64);
         let line = json!({
             "workload": config.workload,

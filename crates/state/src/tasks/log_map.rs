@@ -13,19 +13,19 @@
 //!
 //! A `LogMap` is a shared `base` tree plus a short persistent *change log* (newest
 //! first) of entries changed since the base was built. An update pushes one log node: one
-//! allocation and one reference-count increment, whatever the size of the map. A key is
-//! in the log at most once: updating the entry at the head (the common case — one running
-//! agent reporting progress again) replaces it in O(1), one deeper is unlinked by copying
-//! the few nodes above it, so the log never keeps a superseded value alive. Reads look in
-//! the log first (at most [`LOG_LIMIT`] nodes, usually hot in cache), then in the base.
-//! When [`LOG_LIMIT`] distinct keys are logged, the log is *compacted* into a new base:
-//! the first insertion copies a path, the following ones mostly find their nodes already
-//! private and change them in place, so compaction costs about one path copy per
+//! allocation and one reference-count increment, whatever the size of the map; updating
+//! the entry already at the head (the common case — one running agent reporting progress
+//! again) replaces the head instead of growing the log. Reads look in the log first (at
+//! most [`LOG_LIMIT`] nodes, usually hot in cache; the newest change of a key wins), then
+//! in the base. When the log holds [`LOG_LIMIT`] changes it is *compacted* into a new
+//! base: the first insertion copies a path, the following ones mostly find their nodes
+//! already private and change them in place, so compaction costs about one path copy per
 //! [`LOG_LIMIT`] updates.
 //!
-//! A value replaced in the log may still be referenced by the base until the next
-//! compaction. Changes meant to free memory (dropping an agent's conversation) use
-//! [`LogMap::insert_eager`], and removals always apply to the base at once.
+//! Until the next compaction, a superseded value may still be referenced by an older log
+//! node or by the base: at most [`LOG_LIMIT`] small values. Changes meant to free memory
+//! (dropping an agent's conversation) use [`LogMap::insert_eager`], which unlinks every
+//! older change of the key and writes the base at once; removals do the same.
 //!
 //! Versions share everything: an old version keeps its own base and log head alive, and
 //! a log is never longer than [`LOG_LIMIT`], so dropping one never recurses deeply.
@@ -36,8 +36,7 @@ use std::sync::Arc;
 /// How many changes the log holds before it is folded into the base.
 pub const LOG_LIMIT: usize = 16;
 
-/// One change: `key` now has `value`. A key appears at most once in a log (removals go
-/// straight to the base), so the log never keeps a superseded value alive.
+/// One change: `key` now has `value` (removals go straight to the base).
 struct LogNode<K, V> {
     key: K,
     value: V,
@@ -121,9 +120,16 @@ where
 
     /// A new version with `key` set to `value`, recorded in the log (constant cost).
     pub fn insert(&self, key: K, value: V) -> Self {
-        let added = self.get(&key).is_none();
-        let len = if added { self.len + 1 } else { self.len };
-        let (rest, log_len) = self.log_without(&key);
+        let len = if self.get(&key).is_none() {
+            self.len + 1
+        } else {
+            self.len
+        };
+        let (rest, log_len) = match &self.log {
+            // The same key changed again: replace the head rather than grow the log.
+            Some(head) if head.key == key => (head.next.clone(), self.log_len - 1),
+            _ => (self.log.clone(), self.log_len),
+        };
         let log = Some(Arc::new(LogNode {
             key,
             value,
@@ -142,9 +148,10 @@ where
         }
     }
 
-    /// A new version with `key` set to `value` written straight into the base, so the
-    /// value it replaces is released as soon as older versions are gone. For changes
-    /// that free memory (dropping a conversation); costs a path copy.
+    /// A new version with `key` set to `value` written straight into the base, with
+    /// every older change of `key` unlinked from the log, so the values it replaces are
+    /// released as soon as older versions are gone. For changes that free memory
+    /// (dropping a conversation); costs a path copy.
     pub fn insert_eager(&self, key: K, value: V) -> Self {
         let len = if self.get(&key).is_none() {
             self.len + 1
@@ -177,39 +184,41 @@ where
         })
     }
 
-    /// The log without any change of `key`, and its length. A change of `key` at the head
-    /// (the usual case: the same entry updated again) is dropped in O(1); one deeper is
-    /// dropped by copying the (at most [`LOG_LIMIT`]) newer nodes above it. Either way a
-    /// superseded value is never kept alive by the log.
+    /// The log without any change of `key`, and its length: the nodes above the deepest
+    /// change of `key` are copied (at most [`LOG_LIMIT`]), the rest is shared.
     fn log_without(&self, key: &K) -> (Option<Arc<LogNode<K, V>>>, usize) {
-        let mut newer: Vec<&LogNode<K, V>> = Vec::new();
+        let mut nodes: Vec<&LogNode<K, V>> = Vec::with_capacity(self.log_len);
         let mut node = self.log.as_deref();
         while let Some(n) = node {
-            if n.key == *key {
-                let mut rest = n.next.clone();
-                for m in newer.iter().rev() {
-                    let (key, value) = (m.key.clone(), m.value.clone());
-                    rest = Some(Arc::new(LogNode {
-                        key,
-                        value,
-                        next: rest,
-                    }));
-                }
-                return (rest, self.log_len - 1);
-            }
-            newer.push(n);
+            nodes.push(n);
             node = n.next.as_deref();
         }
-        (self.log.clone(), self.log_len)
+        let Some(deepest) = nodes.iter().rposition(|n| n.key == *key) else {
+            return (self.log.clone(), self.log_len);
+        };
+        let mut rest = nodes[deepest].next.clone();
+        let mut len = self.log_len - deepest - 1;
+        for n in nodes[..deepest].iter().rev().filter(|n| n.key != *key) {
+            let (key, value) = (n.key.clone(), n.value.clone());
+            rest = Some(Arc::new(LogNode {
+                key,
+                value,
+                next: rest,
+            }));
+            len += 1;
+        }
+        (rest, len)
     }
 
     /// The entries in key order.
     pub fn iter(&self) -> Iter<'_, K, V> {
-        // The logged changes in key order (at most LOG_LIMIT, one per key).
+        // The newest change of each logged key, in key order (at most LOG_LIMIT).
         let mut changes: Vec<(&K, &V)> = Vec::with_capacity(self.log_len);
         let mut node = self.log.as_deref();
         while let Some(n) = node {
-            changes.push((&n.key, &n.value));
+            if !changes.iter().any(|(k, _)| *k == &n.key) {
+                changes.push((&n.key, &n.value));
+            }
             node = n.next.as_deref();
         }
         changes.sort_by(|a, b| a.0.cmp(b.0));
@@ -222,9 +231,14 @@ where
     /// Folds the log into a new base.
     fn compacted(&self) -> Self {
         let mut base = self.base.clone();
+        let mut seen: Vec<&K> = Vec::with_capacity(self.log_len);
         let mut node = self.log.as_deref();
         while let Some(n) = node {
-            base.insert(n.key.clone(), n.value.clone());
+            // Newest first: the first change of a key wins.
+            if !seen.contains(&&n.key) {
+                seen.push(&n.key);
+                base.insert(n.key.clone(), n.value.clone());
+            }
             node = n.next.as_deref();
         }
         Self {
@@ -376,11 +390,12 @@ mod tests {
     }
 
     #[test]
-    fn updates_never_touch_the_base_until_enough_distinct_keys_are_logged() {
+    fn updates_never_touch_the_base_until_the_log_is_full() {
         let map: LogMap<u32, u32> = (0..1000).map(|k| (k, k)).collect();
         let mut next = map.clone();
+        // Keys 0..4 in turn: never the head key, so every update is logged.
         for k in 0..(LOG_LIMIT - 1) as u32 {
-            next = next.insert(k, k + 1);
+            next = next.insert(k % 4, k + 1);
             assert!(
                 next.base.ptr_eq(&map.base),
                 "update of key {k} copied the base"
@@ -390,27 +405,34 @@ mod tests {
         next = next.insert(500, 0);
         assert!(!next.base.ptr_eq(&map.base), "the log was folded in");
         assert_eq!(next.log_len, 0);
-        assert_eq!(next.get(&3), Some(&4));
-        assert_eq!(map.get(&3), Some(&3), "the old version is unchanged");
+        assert_eq!(
+            next.get(&2),
+            Some(&(LOG_LIMIT as u32 - 1)),
+            "newest change of key 2"
+        );
+        assert_eq!(map.get(&2), Some(&2), "the old version is unchanged");
     }
 
     #[test]
     fn repeated_updates_of_one_key_keep_one_log_node_and_release_old_values() {
         let first = Arc::new(0u32);
         let map: LogMap<u32, Arc<u32>> = LogMap::default()
-            .insert(1, Arc::clone(&first))
-            .insert(2, Arc::new(2));
+            .insert(2, Arc::new(2))
+            .insert(1, Arc::clone(&first));
         let mut next = map.insert(1, Arc::new(1));
         drop(map);
         assert_eq!(
             Arc::strong_count(&first),
             1,
-            "the superseded value is not kept by the log"
+            "the superseded head is not kept"
         );
         for i in 0..100 {
             next = next.insert(1, Arc::new(i));
         }
-        assert_eq!(next.log_len, 2);
+        assert_eq!(
+            next.log_len, 2,
+            "updates of the head key do not grow the log"
+        );
         assert_eq!(*next.get(&1).unwrap().as_ref(), 99);
     }
 
