@@ -1,0 +1,159 @@
+//! [`AppState`]: the one application state value of a session (AS-1), and its domains.
+//!
+//! # Shape
+//!
+//! One struct, one field or sub-struct per domain of AS-1: core configuration at the top
+//! level (the fields the effects hub watches most), then permissions, tasks and agents,
+//! MCP and plugins, UI, bridge and remote, speculation, and the rest. Domains that later
+//! features fill are real types already, documented with the feature that fills them.
+//!
+//! # Immutability and sharing (AS-2, AS-4)
+//!
+//! A committed state is never changed: an update builds the next state from the previous
+//! one (the store's `update` clones it on first write). Cloning is cheap by construction:
+//! every field is a scalar, a short inline string (`SmolStr`), an `Arc`, or a persistent
+//! `imbl` collection whose clone is one reference count. An update therefore costs the
+//! fields it touches plus a fixed number of pointer copies, however many messages, tasks
+//! or MCP tools the untouched domains hold (pinned by the `as4_*` tests).
+//!
+//! Runtime handles (task cancellation, MCP connections, plugin instances, the speculation
+//! abort, the environment overlay) sit apart in [`AppState::runtime`], which compares
+//! equal to every other runtime and is never serialized (AS-2).
+
+mod mcp;
+mod other;
+mod permissions;
+mod remote;
+mod runtime;
+mod speculation;
+mod ui;
+
+use std::sync::Arc;
+
+use smol_str::SmolStr;
+use strata_protocol::message::Message;
+use strata_protocol::settings::Settings;
+
+pub use mcp::{
+    LoadedPlugin, McpCapabilities, McpClient, McpCommand, McpConfigScope, McpConnectionStatus,
+    McpResource, McpServerInfo, McpState, McpTool, McpTransport, PluginCommand, PluginError,
+    PluginsState,
+};
+pub use other::{
+    Attribution, FileAttribution, FileBaseline, FileHistory, Inbox, InboxMessage, InboxStatus,
+    StandaloneAgent, TeamContext, Teammate, TodoItem, TodoStatus, Todos,
+};
+pub use permissions::{
+    DenialTracking, PermissionRule, RuleSource, RulesBySource, SettingsPermissions,
+    ToolPermissionContext,
+};
+pub use remote::{BridgeState, RemoteConnectionStatus, RemoteState};
+pub use runtime::{
+    CredentialCache, CredentialCaches, EnvOverlay, McpConnection, McpConnections, PluginInstance,
+    PluginInstances, Runtime, SpeculationControl,
+};
+pub use speculation::{ActiveSpeculation, PromptSuggestion, Speculation, SpeculationBoundary};
+pub use ui::{
+    ElicitationRequest, ExpandedView, FooterItem, Notification, NotificationPriority,
+    Notifications, UiState,
+};
+
+use crate::tasks::TasksDomain;
+
+/// A conversation held in memory: shared messages, cheap to clone and to append to.
+pub type Messages = imbl::Vector<Arc<Message>>;
+
+/// The application state of one session (AS-1).
+///
+/// Made by [`default_app_state`](crate::default_app_state) (AS-5), held by the root
+/// [`AppStore`](crate::AppStore), changed only through the store so every change reaches
+/// the effects hub (FX-6).
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata_protocol::message::Message;
+/// use strata_state::{default_app_state, RuntimeFacts};
+///
+/// let mut state = default_app_state(RuntimeFacts::default());
+/// state.messages.extend((0..100).map(|i| Arc::new(Message::user_text(format!("hi {i}")))));
+/// let mut next = state.clone(); // copies pointers, not collections
+/// next.verbose = true;
+/// assert!(next.messages.ptr_eq(&state.messages));
+/// assert!(Arc::ptr_eq(&next.settings, &state.settings));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppState {
+    // ---- core configuration ----
+    /// The merged settings of every source. Replaced (a new `Arc`) when a settings file
+    /// changes (UI-7); FX-5 reacts to a new value.
+    pub settings: Arc<Settings>,
+    /// Show full tool output (persisted to the global config, FX-4).
+    pub verbose: bool,
+    /// The model of the main conversation chosen in this session (`None`: the configured
+    /// default). The authority for the model (BS-7); persisted to user settings and
+    /// mirrored into bootstrap by FX-2. A `SmolStr` so a clone never allocates.
+    pub main_loop_model: Option<SmolStr>,
+    /// Extended thinking on for the main conversation.
+    pub thinking_enabled: bool,
+    /// The fast output mode.
+    pub fast_mode: bool,
+
+    // ---- permissions ----
+    /// Mode, rules and flags every permission decision reads. A mode change is FX-1's
+    /// trigger.
+    pub tool_permission_context: ToolPermissionContext,
+    /// Denials counted for falling back to prompting.
+    pub denial_tracking: DenialTracking,
+
+    // ---- tasks and agents ----
+    /// Background tasks, agents and which one is viewed (the tasks module).
+    pub tasks: TasksDomain,
+
+    // ---- MCP and plugins ----
+    /// MCP servers, their tools, prompts and resources.
+    pub mcp: McpState,
+    /// Enabled and disabled plugins, their commands and errors.
+    pub plugins: PluginsState,
+
+    // ---- UI ----
+    /// View state of the terminal front end.
+    pub ui: UiState,
+
+    // ---- bridge and remote ----
+    /// The remote-control bridge.
+    pub bridge: BridgeState,
+    /// This process as part of a remote session.
+    pub remote: RemoteState,
+
+    // ---- speculation ----
+    /// The speculation state machine.
+    pub speculation: Speculation,
+    /// Time saved by accepted speculations in this session, in milliseconds.
+    pub speculation_time_saved_ms: u64,
+    /// The suggested next prompt.
+    pub prompt_suggestion: PromptSuggestion,
+
+    // ---- others ----
+    /// Pre-edit file backups for rewind.
+    pub file_history: FileHistory,
+    /// What the agent contributed to each file.
+    pub attribution: Attribution,
+    /// The model's task lists, per agent.
+    pub todos: Todos,
+    /// Messages from teammates waiting for delivery.
+    pub inbox: Inbox,
+    /// This process's place in an agent team, if it is in one.
+    pub team_context: Option<Arc<TeamContext>>,
+    /// This process's identity as a standalone named agent, if it is one.
+    pub standalone_agent: Option<Arc<StandaloneAgent>>,
+    /// The session is in ultraplan mode (planning handed to a remote session). Sent to the
+    /// remote metadata on the first entry (FX-1) and restored from it (FX-7).
+    pub is_ultraplan_mode: bool,
+
+    /// The main conversation.
+    pub messages: Messages,
+
+    // ---- runtime handles (AS-2) ----
+    /// Handles that are not data: never compared, never serialized.
+    pub runtime: Runtime,
+}

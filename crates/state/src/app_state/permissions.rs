@@ -1,0 +1,408 @@
+//! The permissions domain (AS-1): the tool permission context and denial tracking.
+//!
+//! The context is what every tool-use decision reads: the current mode, the allow / deny /
+//! ask rules grouped by where they came from, the extra directories tools may touch, and
+//! whether `bypassPermissions` may be entered at all. Rules from settings files are
+//! replaced wholesale when the settings change (UI-7); rules added during the session
+//! (from the command line, a `/permissions` command, a "don't ask again" answer) survive
+//! such a reload because they are filed under their own sources.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use smol_str::SmolStr;
+use strata_config::{MergedSettings, SettingsSource};
+use strata_protocol::permission::PermissionMode;
+use strata_protocol::settings::Settings;
+
+/// Where a permission rule or an additional directory came from. The order is the order
+/// rules are listed in (settings sources by precedence, then session sources).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RuleSource {
+    /// The user settings file.
+    UserSettings,
+    /// The shared project settings file.
+    ProjectSettings,
+    /// The personal project settings file.
+    LocalSettings,
+    /// The `--settings` file or inline JSON.
+    FlagSettings,
+    /// The administrator's managed settings.
+    PolicySettings,
+    /// A command-line argument (`--allowed-tools`, `--add-dir`, …).
+    CliArg,
+    /// A slash command during the session (`/permissions`, `/add-dir`).
+    Command,
+    /// An answer to a permission prompt ("yes, and don't ask again this session").
+    Session,
+}
+
+impl RuleSource {
+    /// The rule source of a settings source.
+    pub const fn from_settings(source: SettingsSource) -> Self {
+        match source {
+            SettingsSource::User => Self::UserSettings,
+            SettingsSource::Project => Self::ProjectSettings,
+            SettingsSource::Local => Self::LocalSettings,
+            SettingsSource::Flag => Self::FlagSettings,
+            SettingsSource::Managed => Self::PolicySettings,
+        }
+    }
+
+    /// True for the sources that are settings files (reloaded on a settings change).
+    pub const fn is_settings(self) -> bool {
+        matches!(
+            self,
+            Self::UserSettings
+                | Self::ProjectSettings
+                | Self::LocalSettings
+                | Self::FlagSettings
+                | Self::PolicySettings
+        )
+    }
+}
+
+/// One permission rule: `Tool` or `Tool(content)`, e.g. `Bash(npm test:*)`, `Read`.
+///
+/// The tool name and content are split once, when the rule is read; how the content
+/// matches a tool use is the permission checker's business (it differs per tool).
+///
+/// ```
+/// use strata_state::PermissionRule;
+/// let rule = PermissionRule::parse("Bash(npm test:*)");
+/// assert_eq!(rule.tool_name, "Bash");
+/// assert_eq!(rule.content.as_deref(), Some("npm test:*"));
+/// assert_eq!(PermissionRule::parse("Read").content, None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PermissionRule {
+    /// The rule as written.
+    pub raw: Arc<str>,
+    /// The tool it applies to.
+    pub tool_name: SmolStr,
+    /// What inside the parentheses narrows it, if anything.
+    pub content: Option<Arc<str>>,
+}
+
+impl PermissionRule {
+    /// Splits `Tool(content)`; text without a closing parenthesis is a bare tool name.
+    pub fn parse(raw: &str) -> Self {
+        let trimmed = raw.trim();
+        let (tool_name, content) = match trimmed.find('(') {
+            Some(open) if trimmed.ends_with(')') => {
+                let inner = &trimmed[open + 1..trimmed.len() - 1];
+                // `Tool()` and `Tool(*)` mean the whole tool.
+                let content = (!inner.is_empty() && inner != "*").then(|| Arc::from(inner));
+                (&trimmed[..open], content)
+            }
+            _ => (trimmed, None),
+        };
+        Self {
+            raw: Arc::from(raw),
+            tool_name: SmolStr::new(tool_name),
+            content,
+        }
+    }
+}
+
+/// Rules of one behaviour (allow, deny or ask), grouped by source.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RulesBySource(pub imbl::OrdMap<RuleSource, imbl::Vector<PermissionRule>>);
+
+impl RulesBySource {
+    /// Every rule, in source order.
+    pub fn iter(&self) -> impl Iterator<Item = (RuleSource, &PermissionRule)> {
+        self.0
+            .iter()
+            .flat_map(|(source, rules)| rules.iter().map(move |r| (*source, r)))
+    }
+
+    /// The rules of one source.
+    pub fn of(&self, source: RuleSource) -> Option<&imbl::Vector<PermissionRule>> {
+        self.0.get(&source)
+    }
+
+    /// The number of rules over all sources.
+    pub fn len(&self) -> usize {
+        self.0.values().map(imbl::Vector::len).sum()
+    }
+
+    /// True when there is no rule.
+    pub fn is_empty(&self) -> bool {
+        self.0.values().all(imbl::Vector::is_empty)
+    }
+
+    /// Adds a rule under `source` unless it is already there.
+    pub fn add(&mut self, source: RuleSource, rule: PermissionRule) {
+        let rules = self.0.entry(source).or_default();
+        if !rules.contains(&rule) {
+            rules.push_back(rule);
+        }
+    }
+
+    /// These rules with every settings source replaced by `settings` (other sources kept).
+    fn with_settings_rules(&self, settings: &RulesBySource) -> RulesBySource {
+        let mut next: imbl::OrdMap<_, _> = self
+            .0
+            .iter()
+            .filter(|(source, _)| !source.is_settings())
+            .map(|(source, rules)| (*source, rules.clone()))
+            .collect();
+        for (source, rules) in &settings.0 {
+            if !rules.is_empty() {
+                next.insert(*source, rules.clone());
+            }
+        }
+        RulesBySource(next)
+    }
+}
+
+/// The permission-relevant part of the settings, per source: what a settings reload
+/// replaces in the [`ToolPermissionContext`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SettingsPermissions {
+    /// `permissions.allow` by source.
+    pub allow: RulesBySource,
+    /// `permissions.deny` by source.
+    pub deny: RulesBySource,
+    /// `permissions.ask` by source.
+    pub ask: RulesBySource,
+    /// `permissions.additionalDirectories` with the source that added each.
+    pub additional_directories: imbl::OrdMap<Arc<Path>, RuleSource>,
+}
+
+impl SettingsPermissions {
+    /// From merged settings, attributing each array element to the file it came from.
+    pub fn from_merged(merged: &MergedSettings) -> Self {
+        let mut out = Self::default();
+        for entry in merged.entries() {
+            let [first, key] = entry.key.as_slice() else {
+                continue;
+            };
+            if first != "permissions" {
+                continue;
+            }
+            let Some(items) = entry.value.as_array() else {
+                continue;
+            };
+            for (item, from) in items.iter().zip(&entry.from) {
+                let (Some(text), source) = (item.as_str(), RuleSource::from_settings(from.source))
+                else {
+                    continue;
+                };
+                out.add(key, source, text);
+            }
+        }
+        out
+    }
+
+    /// From one settings value, every rule attributed to `source` (for callers that have
+    /// no per-file provenance, and for tests).
+    pub fn from_settings(settings: &Settings, source: RuleSource) -> Self {
+        let mut out = Self::default();
+        if let Some(p) = &settings.permissions {
+            for (key, list) in [
+                ("allow", &p.allow),
+                ("deny", &p.deny),
+                ("ask", &p.ask),
+                ("additionalDirectories", &p.additional_directories),
+            ] {
+                for text in list.iter().flatten() {
+                    out.add(key, source, text);
+                }
+            }
+        }
+        out
+    }
+
+    fn add(&mut self, key: &str, source: RuleSource, text: &str) {
+        match key {
+            "allow" => self.allow.add(source, PermissionRule::parse(text)),
+            "deny" => self.deny.add(source, PermissionRule::parse(text)),
+            "ask" => self.ask.add(source, PermissionRule::parse(text)),
+            "additionalDirectories" => {
+                self.additional_directories
+                    .entry(Arc::from(Path::new(text)))
+                    .or_insert(source);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Everything a tool-use permission decision reads (AS-1).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolPermissionContext {
+    /// The current mode. Changing it is FX-1's trigger.
+    pub mode: PermissionMode,
+    /// Rules that allow a tool use without asking.
+    pub always_allow_rules: RulesBySource,
+    /// Rules that deny a tool use.
+    pub always_deny_rules: RulesBySource,
+    /// Rules that always ask.
+    pub always_ask_rules: RulesBySource,
+    /// Directories outside the project the tools may use, with who added each.
+    pub additional_working_directories: imbl::OrdMap<Arc<Path>, RuleSource>,
+    /// Whether `bypassPermissions` may be entered (allowed on the command line and not
+    /// disabled by settings, UI-6).
+    pub is_bypass_permissions_mode_available: bool,
+    /// Never show a permission prompt; decide automatically (headless runs, async
+    /// sub-agents, SA-4).
+    pub should_avoid_permission_prompts: bool,
+    /// The mode to return to when plan mode is left.
+    pub pre_plan_mode: Option<PermissionMode>,
+}
+
+impl ToolPermissionContext {
+    /// This context with its settings-file rules and directories replaced by `settings`
+    /// (session, command-line and command rules kept).
+    pub fn with_settings_permissions(&self, settings: &SettingsPermissions) -> Self {
+        let mut dirs: imbl::OrdMap<_, _> = self
+            .additional_working_directories
+            .iter()
+            .filter(|(_, source)| !source.is_settings())
+            .map(|(dir, source)| (Arc::clone(dir), *source))
+            .collect();
+        for (dir, source) in &settings.additional_directories {
+            dirs.entry(Arc::clone(dir)).or_insert(*source);
+        }
+        Self {
+            always_allow_rules: self.always_allow_rules.with_settings_rules(&settings.allow),
+            always_deny_rules: self.always_deny_rules.with_settings_rules(&settings.deny),
+            always_ask_rules: self.always_ask_rules.with_settings_rules(&settings.ask),
+            additional_working_directories: dirs,
+            ..self.clone()
+        }
+    }
+
+    /// This context with `bypassPermissions` made unavailable, leaving that mode for
+    /// `default` if it is the current one (UI-6).
+    ///
+    /// ```
+    /// use strata_protocol::permission::PermissionMode;
+    /// use strata_state::ToolPermissionContext;
+    /// let ctx = ToolPermissionContext {
+    ///     mode: PermissionMode::BypassPermissions,
+    ///     is_bypass_permissions_mode_available: true,
+    ///     ..Default::default()
+    /// };
+    /// let off = ctx.with_bypass_disabled();
+    /// assert_eq!(off.mode, PermissionMode::Default);
+    /// assert!(!off.is_bypass_permissions_mode_available);
+    /// ```
+    pub fn with_bypass_disabled(&self) -> Self {
+        let mode = match self.mode {
+            PermissionMode::BypassPermissions => PermissionMode::Default,
+            other => other,
+        };
+        let pre_plan_mode = match self.pre_plan_mode {
+            Some(PermissionMode::BypassPermissions) => Some(PermissionMode::Default),
+            other => other,
+        };
+        Self {
+            mode,
+            pre_plan_mode,
+            is_bypass_permissions_mode_available: false,
+            ..self.clone()
+        }
+    }
+}
+
+/// Consecutive and total denials, so a run of denials in automatic mode falls back to
+/// asking the user (and a headless run can stop instead of looping).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DenialTracking {
+    /// Denials since the last allowed tool use.
+    pub consecutive_denials: u32,
+    /// Denials in the session.
+    pub total_denials: u32,
+}
+
+impl DenialTracking {
+    /// After this many denials in a row, automatic decisions fall back to prompting.
+    pub const MAX_CONSECUTIVE: u32 = 3;
+    /// After this many denials in a session, automatic decisions fall back to prompting.
+    pub const MAX_TOTAL: u32 = 20;
+
+    /// The counters after a denial.
+    pub fn denied(self) -> Self {
+        Self {
+            consecutive_denials: self.consecutive_denials.saturating_add(1),
+            total_denials: self.total_denials.saturating_add(1),
+        }
+    }
+
+    /// The counters after an allowed tool use (the run of denials ends).
+    pub fn allowed(self) -> Self {
+        Self {
+            consecutive_denials: 0,
+            ..self
+        }
+    }
+
+    /// True when automatic decisions should stop and ask the user.
+    ///
+    /// ```
+    /// use strata_state::DenialTracking;
+    /// let t = DenialTracking::default().denied().denied();
+    /// assert!(!t.should_fall_back_to_prompting());
+    /// assert!(t.denied().should_fall_back_to_prompting());
+    /// assert!(!t.denied().allowed().should_fall_back_to_prompting());
+    /// ```
+    pub fn should_fall_back_to_prompting(self) -> bool {
+        self.consecutive_denials >= Self::MAX_CONSECUTIVE || self.total_denials >= Self::MAX_TOTAL
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_parsing_splits_tool_and_content() {
+        let r = PermissionRule::parse("  WebFetch(domain:example.com) ");
+        assert_eq!(r.tool_name, "WebFetch");
+        assert_eq!(r.content.as_deref(), Some("domain:example.com"));
+        assert_eq!(PermissionRule::parse("Bash(*)").content, None);
+        assert_eq!(PermissionRule::parse("Bash(").tool_name, "Bash(");
+    }
+
+    #[test]
+    fn a_settings_reload_replaces_settings_rules_and_keeps_session_rules() {
+        let mut ctx = ToolPermissionContext::default();
+        ctx.always_allow_rules
+            .add(RuleSource::UserSettings, PermissionRule::parse("Read"));
+        ctx.always_allow_rules
+            .add(RuleSource::Session, PermissionRule::parse("Bash(ls)"));
+        ctx.additional_working_directories
+            .insert(Arc::from(Path::new("/old")), RuleSource::ProjectSettings);
+        ctx.additional_working_directories
+            .insert(Arc::from(Path::new("/cli")), RuleSource::CliArg);
+        let settings: Settings = serde_json::from_str(
+            r#"{"permissions":{"allow":["Edit"],"additionalDirectories":["/new"]}}"#,
+        )
+        .unwrap();
+        let next = ctx.with_settings_permissions(&SettingsPermissions::from_settings(
+            &settings,
+            RuleSource::LocalSettings,
+        ));
+        let allow: Vec<_> = next
+            .always_allow_rules
+            .iter()
+            .map(|(s, r)| (s, r.raw.to_string()))
+            .collect();
+        assert_eq!(
+            allow,
+            [
+                (RuleSource::LocalSettings, "Edit".to_owned()),
+                (RuleSource::Session, "Bash(ls)".to_owned())
+            ]
+        );
+        let dirs: Vec<_> = next
+            .additional_working_directories
+            .keys()
+            .map(|p| p.to_path_buf())
+            .collect();
+        assert_eq!(dirs, [Path::new("/cli"), Path::new("/new")]);
+    }
+}
