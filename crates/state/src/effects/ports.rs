@@ -173,8 +173,8 @@ pub struct Ports {
 
 impl Ports {
     /// The real ports of a session: the user settings file and `config.json` through
-    /// `strata-config` (locked, atomic, order-keeping writes), the process-wide bootstrap
-    /// state, and the runtime's credential-cache registry and environment overlay (the
+    /// `strata-config` (locked, atomic, order-keeping writes), the bootstrap state
+    /// (`strata_bootstrap::global()` in the program, an `Arc<Bootstrap>` in tests), and the runtime's credential-cache registry and environment overlay (the
     /// runtime of the state the store will hold, so spawners see what FX-5 applies).
     /// No remote session and no SDK stream: attach those when they exist.
     ///
@@ -199,7 +199,7 @@ impl Ports {
     pub fn from_files(
         settings: SettingsFiles,
         global_config: GlobalConfigFile,
-        bootstrap: &'static strata_bootstrap::Bootstrap,
+        bootstrap: impl BootstrapPort + 'static,
         runtime: &Runtime,
     ) -> Self {
         Self {
