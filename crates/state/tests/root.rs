@@ -12,7 +12,7 @@ use strata_protocol::settings::Settings;
 use strata_state::tasks::{LocalShell, TaskId, TaskKind, TaskState};
 use strata_state::{
     AppState, EffectsHub, McpTool, RecordingPorts, RootError, RuntimeFacts, SessionScope,
-    default_app_state,
+    current_app_store, default_app_state,
 };
 
 fn big_state(messages: usize) -> AppState {
@@ -115,6 +115,8 @@ fn ui5_a_second_root_in_the_same_session_is_rejected_and_names_the_first() {
 
 #[test]
 fn ui5_the_optional_accessor_yields_none_outside_a_session_and_a_new_root_may_follow() {
+    // No test in this binary creates a root in the process scope.
+    assert!(current_app_store().is_none());
     let scope = SessionScope::new();
     assert!(scope.current().is_none());
     let rec = RecordingPorts::default();
