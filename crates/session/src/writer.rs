@@ -27,9 +27,10 @@
 //! - The file is created lazily, when the first `user` or `assistant` entry arrives:
 //!   metadata entries appended before that wait in memory, and a session that never gets
 //!   a message leaves no file. Files are created `0600`, missing folders `0700`.
-//! - If an existing file does not end in a newline (a torn last line), the first write
-//!   starts with one, so the torn fragment stays a lone malformed line that readers skip
-//!   and can never fuse with the next record. The same repair follows a failed write.
+//! - If an existing file does not end in a newline (a torn last line), a newline is
+//!   written as soon as the file is locked (or, if that fails, at the start of the first
+//!   write), so the torn fragment stays a lone malformed line that readers skip and can
+//!   never fuse with the next record. The same repair follows a failed write.
 //! - Errors reach the caller: a failed write (disk full) keeps the unwritten records in
 //!   memory and retries them, `append` reports the outstanding error, and `sync` fails
 //!   until the records are durable. Nothing is dropped silently.

@@ -4,7 +4,7 @@
 //! Shared with the input history ([`crate::history`]), which appends under the same rules.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -85,8 +85,15 @@ fn finish_open(
         }
         Err(TryLockError::Error(source)) => return Err(io(source)),
     }
-    let len = file.metadata().map_err(io)?.len();
-    let needs_newline = len > 0 && last_byte(&mut file, len).map_err(io)? != b'\n';
+    let mut len = file.metadata().map_err(io)?.len();
+    let mut needs_newline = len > 0 && last_byte(&mut file, len).map_err(io)? != b'\n';
+    if needs_newline && file.write_all(b"\n").is_ok() {
+        // Terminate the torn line now that the file is ours, so that even a crash before
+        // our first record cannot leave two fragments fused. If this write fails, the
+        // first record's write starts with the newline instead.
+        len += 1;
+        needs_newline = false;
+    }
     Ok(Opened {
         file,
         len,
