@@ -257,6 +257,9 @@ impl TranscriptWriter {
     /// an earlier write failed and has not been retried successfully yet — in that case
     /// this entry *is* queued behind the unwritten ones, and none of them is durable
     /// until [`sync`](Self::sync) succeeds.
+    ///
+    /// Never waits for the disk, except when 64 MiB are queued and not yet written (a
+    /// disk far slower than the agent): then it waits for room rather than grow memory.
     pub fn append<R: TranscriptRecord + ?Sized>(&self, entry: &R) -> Result<(), WriterError> {
         thread_local! {
             // Reused across appends so serializing does not allocate in the steady state.
