@@ -73,9 +73,9 @@ impl Chain {
     }
 }
 
-/// FxHash-style hasher for uuids and ids: they are random already, so a multiply-rotate
-/// over 8-byte words spreads them as well as SipHash at a fraction of the cost, which
-/// matters with tens of thousands of lookups per resume.
+/// A fast hasher for uuids and ids: a multiply-rotate over 8-byte words with a final mix.
+/// Ids are not attacker-chosen keys that need SipHash's flooding resistance, and this is
+/// several times cheaper, which matters with tens of thousands of lookups per resume.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct IdHasher(u64);
 
@@ -96,7 +96,14 @@ impl Hasher for IdHasher {
     }
 
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves the low bits (the bucket index) depending on the low bits of
+        // the input only, and uuids are hex text: fold the high bits down (murmur3's
+        // finalizer) or the table degenerates into long probe chains.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h
     }
 }
 
@@ -107,53 +114,86 @@ impl IdHasher {
     }
 }
 
-/// A map keyed by id bytes.
-pub(crate) type IdMap<'a, V> = HashMap<&'a [u8], V, BuildHasherDefault<IdHasher>>;
+/// A hasher for keys that are already [`IdHasher`] hashes: passes them through.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct PassHasher(u64);
+
+impl Hasher for PassHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed with this; fold anything else in case.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by an id's hash (see [`crate::reader::line::id_hash`]).
+pub(crate) type HashedMap<V> = HashMap<u64, V, BuildHasherDefault<PassHasher>>;
 
 /// Indexes over the lines the rules need.
 struct Index<'a> {
+    t: &'a Transcript,
     lines: &'a [LineInfo],
-    buf: &'a [u8],
     /// uuid → the last participant line with it.
-    by_uuid: IdMap<'a, u32>,
+    by_uuid: HashedMap<u32>,
     /// `message.id` → its assistant lines, in file order.
-    by_msg: IdMap<'a, Vec<u32>>,
+    by_msg: HashedMap<Vec<u32>>,
 }
 
 impl<'a> Index<'a> {
     fn new(t: &'a Transcript) -> Self {
-        let (lines, buf) = (&t.lines[..], &t.buf[..]);
-        let mut by_uuid: IdMap<'a, u32> = IdMap::default();
+        let lines = &t.lines[..];
+        let mut by_uuid: HashedMap<u32> = HashedMap::default();
         by_uuid.reserve(lines.len());
-        let mut by_msg: IdMap<'a, Vec<u32>> = IdMap::default();
+        let mut by_msg: HashedMap<Vec<u32>> = HashedMap::default();
         for (i, l) in lines.iter().enumerate() {
             if !l.kind.is_participant() {
                 continue;
             }
             let i = to_u32(i);
-            if let Some(u) = l.uuid {
-                by_uuid.insert(l.raw(buf, u), i);
+            if l.uuid_h != 0 {
+                by_uuid.insert(l.uuid_h, i);
             }
-            if let (LineKind::Assistant, Some(m)) = (l.kind, l.msg_id) {
-                by_msg.entry(l.raw(buf, m)).or_default().push(i);
+            if l.kind == LineKind::Assistant && l.msg_h != 0 {
+                by_msg.entry(l.msg_h).or_default().push(i);
             }
         }
         Self {
+            t,
             lines,
-            buf,
             by_uuid,
             by_msg,
         }
     }
 
+    fn line(&self, i: u32) -> &'a LineInfo {
+        &self.lines[i as usize]
+    }
+
     fn uuid_of(&self, i: u32) -> Option<&'a [u8]> {
-        let l = &self.lines[i as usize];
-        l.uuid.map(|u| l.raw(self.buf, u))
+        let l = self.line(i);
+        l.uuid.map(|u| self.t.raw(l, u))
     }
 
     fn parent_of(&self, i: u32) -> Option<&'a [u8]> {
-        let l = &self.lines[i as usize];
-        l.parent.map(|u| l.raw(self.buf, u))
+        let l = self.line(i);
+        l.parent.map(|u| self.t.raw(l, u))
+    }
+
+    /// The line whose uuid is `i`'s parent. Hashes are compared first and the bytes
+    /// checked, so even a 64-bit collision cannot join two unrelated lines.
+    fn parent_line(&self, i: u32) -> Option<u32> {
+        let l = self.line(i);
+        let p = *self.by_uuid.get(&l.parent_h)?;
+        (self.uuid_of(p) == self.parent_of(i)).then_some(p)
     }
 
     fn text(&self, bytes: Option<&[u8]>) -> String {
@@ -164,8 +204,8 @@ impl<'a> Index<'a> {
 
     /// Whether line `i` is the canonical (last) line of its uuid.
     fn is_canonical(&self, i: u32) -> bool {
-        self.uuid_of(i)
-            .is_some_and(|u| self.by_uuid.get(u) == Some(&i))
+        let h = self.line(i).uuid_h;
+        h != 0 && self.by_uuid.get(&h) == Some(&i)
     }
 }
 
@@ -180,7 +220,7 @@ pub fn build(t: &Transcript) -> Chain {
         return Chain::default();
     };
     let (walked, repairs) = walk(&ix, leaf);
-    let entries = reattach(&ix, t, walked);
+    let entries = reattach(&ix, walked);
     Chain {
         entries,
         leaf: Some(leaf),
@@ -194,11 +234,13 @@ fn find_leaf(ix: &Index<'_>) -> Option<u32> {
     // lines into the main file) do not make their parent a non-leaf: they are not part of
     // the conversation that is resumed.
     let mut has_child = vec![false; ix.lines.len()];
-    for (i, l) in ix.lines.iter().enumerate() {
+    for l in ix.lines {
         if l.has(flag::SIDECHAIN) {
             continue;
         }
-        if let Some(&p) = ix.parent_of(to_u32(i)).and_then(|p| ix.by_uuid.get(p)) {
+        if l.parent_h != 0
+            && let Some(&p) = ix.by_uuid.get(&l.parent_h)
+        {
             has_child[p as usize] = true;
         }
     }
@@ -212,7 +254,7 @@ fn find_leaf(ix: &Index<'_>) -> Option<u32> {
         {
             continue;
         }
-        let ts = l.timestamp.map_or(&b""[..], |s| l.raw(ix.buf, s));
+        let ts = l.timestamp.map_or(&b""[..], |s| ix.t.raw(l, s));
         // `>=`: among equal timestamps the later line wins.
         if best.is_none_or(|(_, b)| ts >= b) {
             best = Some((i, ts));
@@ -240,7 +282,7 @@ fn walk(ix: &Index<'_>, leaf: u32) -> (Vec<u32>, Vec<Repair>) {
         let Some(parent) = ix.parent_of(cur) else {
             break;
         };
-        if let Some(&p) = ix.by_uuid.get(parent) {
+        if let Some(p) = ix.parent_line(cur) {
             cur = p;
             continue;
         }
@@ -269,10 +311,10 @@ fn walk(ix: &Index<'_>, leaf: u32) -> (Vec<u32>, Vec<Repair>) {
 /// Rule 4: the latest earlier assistant line of the same response.
 fn earlier_part_of_response(ix: &Index<'_>, cur: u32) -> Option<u32> {
     let l = &ix.lines[cur as usize];
-    if l.kind != LineKind::Assistant {
+    if l.kind != LineKind::Assistant || l.msg_h == 0 {
         return None;
     }
-    let lines = ix.by_msg.get(l.raw(ix.buf, l.msg_id?))?;
+    let lines = ix.by_msg.get(&l.msg_h)?;
     lines.iter().rev().copied().find(|&i| i < cur)
 }
 
@@ -290,42 +332,41 @@ fn nearest_earlier_participant(ix: &Index<'_>, cur: u32, visited: &[bool]) -> Op
 
 /// Rule 5: after the last line of each response on the chain, its lines that are not on
 /// the chain, then the tool results answering it that are not on the chain.
-fn reattach(ix: &Index<'_>, t: &Transcript, walked: Vec<u32>) -> Vec<u32> {
+fn reattach(ix: &Index<'_>, walked: Vec<u32>) -> Vec<u32> {
     let mut on_chain = vec![false; ix.lines.len()];
     for &i in &walked {
         on_chain[i as usize] = true;
     }
     // The last chain position of each response.
-    let mut last_of_msg: IdMap<'_, usize> = IdMap::default();
+    let mut last_of_msg: HashedMap<usize> = HashedMap::default();
     for (pos, &i) in walked.iter().enumerate() {
         let l = &ix.lines[i as usize];
-        if let (LineKind::Assistant, Some(m)) = (l.kind, l.msg_id) {
-            last_of_msg.insert(l.raw(ix.buf, m), pos);
+        if l.kind == LineKind::Assistant && l.msg_h != 0 {
+            last_of_msg.insert(l.msg_h, pos);
         }
     }
     if last_of_msg.is_empty() {
         return walked;
     }
+    let parts_of = |m: u64| ix.by_msg.get(&m).map_or(&[][..], |v| &v[..]);
     // Tool results by the tool use they answer, for the responses on the chain only.
-    let mut wanted: IdMap<'_, ()> = IdMap::default();
-    for m in last_of_msg.keys() {
-        for &a in ix.by_msg.get(m).map_or(&[][..], |v| &v[..]) {
-            let l = &ix.lines[a as usize];
-            for &id in l.tool_ids.iter() {
-                wanted.insert(l.raw(ix.buf, id), ());
+    let mut wanted: HashedMap<()> = HashedMap::default();
+    for &m in last_of_msg.keys() {
+        for &a in parts_of(m) {
+            for id in ix.lines[a as usize].tool_ids.iter() {
+                wanted.insert(id.hash, ());
             }
         }
     }
-    let mut answers: IdMap<'_, Vec<u32>> = IdMap::default();
+    let mut answers: HashedMap<Vec<u32>> = HashedMap::default();
     if !wanted.is_empty() {
-        for (i, l) in t.lines.iter().enumerate() {
+        for (i, l) in ix.lines.iter().enumerate() {
             if l.kind != LineKind::User || on_chain[i] || l.has(flag::SIDECHAIN) {
                 continue;
             }
-            for &id in l.tool_ids.iter() {
-                let id = l.raw(ix.buf, id);
-                if wanted.contains_key(id) {
-                    answers.entry(id).or_default().push(to_u32(i));
+            for id in l.tool_ids.iter() {
+                if wanted.contains_key(&id.hash) {
+                    answers.entry(id.hash).or_default().push(to_u32(i));
                 }
             }
         }
@@ -335,14 +376,11 @@ fn reattach(ix: &Index<'_>, t: &Transcript, walked: Vec<u32>) -> Vec<u32> {
     for (pos, &i) in walked.iter().enumerate() {
         out.push(i);
         let l = &ix.lines[i as usize];
-        let (LineKind::Assistant, Some(m)) = (l.kind, l.msg_id) else {
-            continue;
-        };
-        let m = l.raw(ix.buf, m);
-        if last_of_msg.get(m) != Some(&pos) {
+        if l.kind != LineKind::Assistant || l.msg_h == 0 || last_of_msg.get(&l.msg_h) != Some(&pos)
+        {
             continue;
         }
-        let parts = ix.by_msg.get(m).map_or(&[][..], |v| &v[..]);
+        let parts = parts_of(l.msg_h);
         for &a in parts {
             if !on_chain[a as usize]
                 && !inserted[a as usize]
@@ -354,11 +392,8 @@ fn reattach(ix: &Index<'_>, t: &Transcript, walked: Vec<u32>) -> Vec<u32> {
         }
         let mut results: Vec<u32> = parts
             .iter()
-            .flat_map(|&a| {
-                let al = &ix.lines[a as usize];
-                al.tool_ids.iter().map(move |&id| al.raw(ix.buf, id))
-            })
-            .filter_map(|id| answers.get(id))
+            .flat_map(|&a| ix.lines[a as usize].tool_ids.iter())
+            .filter_map(|id| answers.get(&id.hash))
             .flatten()
             .copied()
             .filter(|&u| !inserted[u as usize])

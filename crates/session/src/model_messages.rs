@@ -23,6 +23,13 @@
 //! tool use in the last turn marks the session as interrupted.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
+
+use crate::chain::IdHasher;
+
+/// Maps keyed by tool and response ids: short strings, hashed cheaply.
+type IdKeyed<V> = HashMap<String, V, BuildHasherDefault<IdHasher>>;
+type IdSet = HashSet<String, BuildHasherDefault<IdHasher>>;
 
 use strata_protocol::message::{AssistantMessage, ContentBlock, Message, MessageContent, Role};
 
@@ -91,9 +98,9 @@ pub fn to_model_messages(items: Vec<LiveItem>) -> ModelConversation {
         .find(|i| matches!(i, LiveItem::User(_) | LiveItem::Assistant(_)))
         .map(ends_mid_turn);
     let mut groups: Vec<Group> = Vec::new();
-    let mut response_at: HashMap<String, usize> = HashMap::new();
-    let mut tool_owner: HashMap<String, String> = HashMap::new();
-    let mut answered: HashSet<String> = HashSet::new();
+    let mut response_at: IdKeyed<usize> = IdKeyed::default();
+    let mut tool_owner: IdKeyed<String> = IdKeyed::default();
+    let mut answered: IdSet = IdSet::default();
     for (n, item) in items.into_iter().enumerate() {
         match item {
             LiveItem::Assistant(m) => {
@@ -234,7 +241,7 @@ fn drop_unanswered_tool_uses(groups: &mut [Group], out: &mut ModelConversation) 
         if !matches!(groups[at].slot, Slot::Response) {
             continue;
         }
-        let answered: HashSet<String> = groups[at + 1]
+        let answered: IdSet = groups[at + 1]
             .blocks
             .iter()
             .filter_map(|b| match b {

@@ -17,7 +17,7 @@ mod metadata;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use strata_protocol::message::{AssistantMessage, Message};
+use strata_protocol::message::{AssistantMessage, Message, MessageContent};
 use strata_protocol::transcript::{EntryKind, FileHistorySnapshot};
 
 pub use fork::{ForkOutcome, fork};
@@ -90,15 +90,15 @@ pub struct SubagentSummary {
 
 /// One entry of the live conversation as written in the transcript.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveEntry<'a> {
+pub struct LiveEntry {
     /// Its `type`.
     pub kind: EntryKind,
     /// Its uuid.
-    pub uuid: Option<Cow<'a, str>>,
+    pub uuid: Option<String>,
     /// Its 1-based line number.
     pub line: u32,
     /// The line as written (one JSON object).
-    pub json: Cow<'a, str>,
+    pub json: String,
 }
 
 /// A session read from its transcript and rebuilt.
@@ -142,7 +142,7 @@ impl LoadedSession {
         if transcript.skipped_bytes() > 0 && !starts_at_boundary(&transcript, &chain) {
             // The live conversation reaches behind the last boundary (or a line was lost
             // right after it): read everything after all.
-            transcript.read_everything();
+            transcript.read_everything()?;
             chain = chain::build(&transcript);
         }
         let metadata::Recovered {
@@ -154,7 +154,7 @@ impl LoadedSession {
             let uuid = transcript.field(i as usize, transcript.lines[i as usize].uuid)?;
             summaries.get(uuid.as_ref()).cloned()
         });
-        let (file_history, latest_snapshot) = live_snapshots(&transcript, &chain, snapshots);
+        let (file_history, latest_snapshot) = live_snapshots(&transcript, &chain, &snapshots);
         let subagents_found = locate::subagent_transcripts(path, &session_id);
         let mut usage = UsageCollector::new();
         usage.add(&transcript);
@@ -207,18 +207,45 @@ impl LoadedSession {
             .map(Cow::into_owned)
     }
 
-    /// The entries of the live conversation, in order.
-    pub fn live_entries(&self) -> impl Iterator<Item = LiveEntry<'_>> {
-        self.chain.entries.iter().filter_map(|&i| {
-            let t = &self.transcript;
-            let l = &t.lines[i as usize];
-            Some(LiveEntry {
-                kind: kind_of(l.kind)?,
-                uuid: t.field(i as usize, l.uuid),
-                line: l.number,
-                json: String::from_utf8_lossy(t.line_text(i as usize)),
+    /// The entries of the live conversation, in order, as written. Resume keeps only the
+    /// fields it needs in memory, so the lines are read back from the transcript; this
+    /// fails if the file was rewritten meanwhile.
+    pub fn live_entries(&self) -> Result<Vec<LiveEntry>, ResumeError> {
+        let t = &self.transcript;
+        let indices: Vec<u32> = self
+            .chain
+            .entries
+            .iter()
+            .copied()
+            .filter(|&i| kind_of(t.lines[i as usize].kind).is_some())
+            .collect();
+        let texts = t.lines_as_written(&indices)?;
+        Ok(indices
+            .iter()
+            .zip(texts)
+            .filter_map(|(&i, bytes)| {
+                let l = &t.lines[i as usize];
+                Some(LiveEntry {
+                    kind: kind_of(l.kind)?,
+                    uuid: t.text(l, l.uuid).map(Cow::into_owned),
+                    line: l.number,
+                    json: String::from_utf8_lossy(&bytes).into_owned(),
+                })
             })
-        })
+            .collect())
+    }
+
+    /// The uuids of the live conversation's entries, in order.
+    pub fn live_uuids(&self) -> Vec<String> {
+        let t = &self.transcript;
+        self.chain
+            .entries
+            .iter()
+            .filter_map(|&i| {
+                t.field(i as usize, t.lines[i as usize].uuid)
+                    .map(Cow::into_owned)
+            })
+            .collect()
     }
 
     /// How many `user` and `assistant` entries the live conversation has.
@@ -253,7 +280,7 @@ impl LoadedSession {
     }
 
     /// Bytes before the last compact boundary that were skipped rather than parsed.
-    pub fn skipped_bytes(&self) -> usize {
+    pub fn skipped_bytes(&self) -> u64 {
         self.transcript.skipped_bytes()
     }
 
@@ -354,13 +381,31 @@ fn live_items(t: &Transcript, entries: &[u32]) -> (Vec<LiveItem>, Vec<u32>) {
     (items, bad)
 }
 
+/// What the conversion needs of an assistant line's message: its usage, stop reason and
+/// the rest are skipped unparsed (cost comes from the index, and a split response's
+/// lines are merged into one message anyway).
+#[derive(serde::Deserialize)]
+struct AssistantBody {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    model: String,
+    content: MessageContent,
+}
+
 fn live_item(t: &Transcript, i: usize, l: &LineInfo) -> Option<LiveItem> {
-    let body = || l.message.map(|m| l.raw(&t.buf, m));
+    let body = || l.message.map(|m| t.raw(l, m));
     Some(match l.kind {
         LineKind::User => LiveItem::User(serde_json::from_slice::<Message>(body()?).ok()?),
-        LineKind::Assistant => LiveItem::Assistant(Box::new(
-            serde_json::from_slice::<AssistantMessage>(body()?).ok()?,
-        )),
+        LineKind::Assistant => {
+            let b: AssistantBody = serde_json::from_slice(body()?).ok()?;
+            LiveItem::Assistant(Box::new(AssistantMessage {
+                model: b.model,
+                id: b.id,
+                content: b.content.into_blocks(),
+                ..AssistantMessage::default()
+            }))
+        }
         LineKind::System(SystemSub::LocalCommand) => {
             LiveItem::LocalCommand(t.field(i, l.text)?.into_owned())
         }
@@ -370,23 +415,30 @@ fn live_item(t: &Transcript, i: usize, l: &LineInfo) -> Option<LiveItem> {
 
 /// The snapshots of user messages on the live chain (the last line per message wins:
 /// updates repeat the whole snapshot), in chain order; and the newest snapshot overall.
+/// Only those lines are parsed.
 fn live_snapshots(
     t: &Transcript,
     chain: &Chain,
-    snapshots: Vec<(u32, FileHistorySnapshot)>,
+    lines: &[&LineInfo],
 ) -> (Vec<FileHistorySnapshot>, Option<FileHistorySnapshot>) {
-    let latest = snapshots.last().map(|(_, s)| s.clone());
-    let mut by_message: std::collections::HashMap<String, FileHistorySnapshot> =
-        std::collections::HashMap::new();
-    for (_, s) in snapshots {
-        by_message.insert(s.message_id.clone(), s);
+    let latest = lines.last().and_then(|l| metadata::snapshot(t, l));
+    let mut by_message: crate::chain::HashedMap<&LineInfo> = crate::chain::HashedMap::default();
+    for l in lines {
+        if l.msg_h != 0 {
+            by_message.insert(l.msg_h, l);
+        }
     }
     let live = chain
         .entries
         .iter()
-        .filter(|&&i| t.lines[i as usize].kind == LineKind::User)
-        .filter_map(|&i| t.field(i as usize, t.lines[i as usize].uuid))
-        .filter_map(|uuid| by_message.remove(uuid.as_ref()))
+        .map(|&i| &t.lines[i as usize])
+        .filter(|l| l.kind == LineKind::User && l.uuid_h != 0)
+        .filter_map(|l| {
+            let snap = by_message.remove(&l.uuid_h)?;
+            // The hash matched; make sure the ids really do.
+            (t.raw(snap, snap.msg_id?) == t.raw(l, l.uuid?)).then_some(snap)
+        })
+        .filter_map(|snap| metadata::snapshot(t, snap))
         .collect();
     (live, latest)
 }

@@ -14,11 +14,13 @@
 //! writes 1.25× and 1-hour cache writes 2×.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 
 use strata_protocol::message::SYNTHETIC_MODEL;
 
+use crate::chain::PassHasher;
 use crate::reader::Transcript;
-use crate::reader::line::{LineKind, UsageCounts, flag};
+use crate::reader::line::{LineKind, UsageCounts, flag, id_hash};
 
 /// USD per million tokens of one model.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,8 +158,10 @@ pub struct UsageReport {
 /// Collects usage over one or more transcripts, de-duplicating responses.
 #[derive(Debug, Default)]
 pub struct UsageCollector {
-    /// `(message.id, requestId)` → (model, largest usage seen).
-    responses: HashMap<(String, String), (String, UsageCounts)>,
+    /// Hash of `(message.id, requestId)` → (model, largest usage seen). The ids are
+    /// hashed with 64 bits: a collision between two responses of one session is
+    /// vanishingly unlikely and would only merge two usage records.
+    responses: HashMap<u64, (String, UsageCounts), BuildHasherDefault<PassHasher>>,
     /// Responses without a `message.id`, counted as they come.
     anonymous: Vec<(String, UsageCounts)>,
 }
@@ -177,23 +181,26 @@ impl UsageCollector {
             let Some(usage) = l.usage.as_deref() else {
                 continue;
             };
-            let model = l.text_of(&t.buf, l.model).unwrap_or_default();
-            if model == SYNTHETIC_MODEL {
+            let model = l.model.map_or(&b""[..], |m| t.raw(l, m));
+            if model == SYNTHETIC_MODEL.as_bytes() {
                 continue;
             }
-            match l.text_of(&t.buf, l.msg_id) {
-                Some(id) => {
-                    let req = l.text_of(&t.buf, l.request_id).unwrap_or_default();
-                    self.responses
-                        .entry((id.into_owned(), req.into_owned()))
-                        .and_modify(|(_, kept)| {
-                            if usage.total() > kept.total() {
-                                *kept = *usage;
-                            }
-                        })
-                        .or_insert_with(|| (model.into_owned(), *usage));
+            let model = || t.text(l, l.model).unwrap_or_default().into_owned();
+            if l.msg_h == 0 {
+                self.anonymous.push((model(), *usage));
+                continue;
+            }
+            let req = l.request_id.map_or(0, |r| id_hash(t.raw(l, r)));
+            let key = l.msg_h ^ req.rotate_left(29);
+            match self.responses.get_mut(&key) {
+                Some((_, kept)) => {
+                    if usage.total() > kept.total() {
+                        *kept = *usage;
+                    }
                 }
-                None => self.anonymous.push((model.into_owned(), *usage)),
+                None => {
+                    self.responses.insert(key, (model(), *usage));
+                }
             }
         }
     }

@@ -173,7 +173,7 @@ const MAIN_SESSIONS: &[(&str, usize, usize, &str, &str)] = &[
 fn sp3_every_corpus_main_session_rebuilds_the_compat_chain() {
     for &(file, live, messages, first, last) in MAIN_SESSIONS {
         let s = LoadedSession::load(&corpus().join(file)).unwrap();
-        let entries: Vec<_> = s.live_entries().collect();
+        let entries = s.live_entries().unwrap();
         assert_eq!(entries.len(), live, "{file}");
         assert_eq!(s.message_count(), messages, "{file}");
         assert_eq!(
@@ -186,7 +186,7 @@ fn sp3_every_corpus_main_session_rebuilds_the_compat_chain() {
             Some(last),
             "{file}"
         );
-        assert_eq!(s.leaf_uuid().is_some(), true, "{file}");
+        assert!(s.leaf_uuid().is_some(), "{file}");
         assert!(s.repairs().is_empty(), "{file}: {:?}", s.repairs());
         assert!(s.malformed().is_empty(), "{file}");
         // Every tool use sent to the model has its result, and vice versa.
@@ -212,7 +212,7 @@ fn sp3_sessions_with_compaction_start_at_their_last_boundary() {
         "spotter/258c7280-ae70-4798-800f-63464d01a85d.jsonl",
     ] {
         let s = LoadedSession::load(&corpus().join(file)).unwrap();
-        let first = s.live_entries().next().unwrap();
+        let first = s.live_entries().unwrap().remove(0);
         assert_eq!(first.kind, EntryKind::System, "{file}");
         assert!(
             first.json.contains("\"subtype\":\"compact_boundary\""),

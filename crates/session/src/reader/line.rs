@@ -130,24 +130,46 @@ impl UsageCounts {
     }
 }
 
+/// A tool id a message issues or answers: its hash (for matching) and where it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ToolId {
+    pub(crate) hash: u64,
+    pub(crate) sp: Sp,
+}
+
 /// The loader's record of one line.
+///
+/// String fields are spans relative to `start` in the store segment `seg` of the
+/// transcript (or in the caller's buffer for a line scanned on its own). Ids are also
+/// hashed while the line is being scanned (its bytes are in cache then), so the chain is
+/// built from 8-byte keys instead of chasing strings all over a large file.
 #[derive(Debug, Clone)]
 pub(crate) struct LineInfo {
-    /// Offset of the line in the buffer.
+    /// Where this line's kept bytes start in its store segment.
     pub(crate) start: usize,
-    /// Length of the line (without its newline).
+    /// The store segment.
+    pub(crate) seg: u8,
+    /// Whether the whole line is kept (at `start`, `len` bytes), not only its fields.
+    pub(crate) whole: bool,
+    /// Offset of the line in the file.
+    pub(crate) file_offset: u64,
+    /// Length of the line in the file (without its newline).
     pub(crate) len: u32,
     /// 1-based line number in the file.
     pub(crate) number: u32,
     pub(crate) kind: LineKind,
     pub(crate) flags: u8,
+    /// [`id_hash`] of `uuid`, `parentUuid` and `message.id` (0: absent).
+    pub(crate) uuid_h: u64,
+    pub(crate) parent_h: u64,
+    pub(crate) msg_h: u64,
     pub(crate) uuid: Option<Sp>,
     pub(crate) parent: Option<Sp>,
     pub(crate) logical_parent: Option<Sp>,
     pub(crate) timestamp: Option<Sp>,
     /// The raw `message` value.
     pub(crate) message: Option<Sp>,
-    /// `message.id`.
+    /// `message.id`; on a file-history snapshot line, `snapshot.messageId`.
     pub(crate) msg_id: Option<Sp>,
     /// `message.model`.
     pub(crate) model: Option<Sp>,
@@ -158,8 +180,27 @@ pub(crate) struct LineInfo {
     pub(crate) session_id: Option<Sp>,
     pub(crate) cwd: Option<Sp>,
     /// Tool-use ids a message issues (`tool_use.id`) or answers (`tool_result.tool_use_id`).
-    pub(crate) tool_ids: Box<[Sp]>,
+    pub(crate) tool_ids: Box<[ToolId]>,
     pub(crate) usage: Option<Box<UsageCounts>>,
+}
+
+/// A 64-bit hash of an id's bytes; never 0 (0 means "absent").
+pub(crate) fn id_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher as _;
+    let mut h = crate::chain::IdHasher::default();
+    h.write(bytes);
+    h.write_usize(bytes.len());
+    h.finish().max(1)
+}
+
+/// What of a line the loader keeps once it is scanned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// The whole line (small transcripts, fork, metadata lines).
+    Whole,
+    /// Only the fields resume uses: ids, timestamps, flags, the message body of user and
+    /// assistant lines; the rest (tool outputs, progress payloads) is dropped.
+    Fields,
 }
 
 impl LineInfo {
@@ -167,18 +208,13 @@ impl LineInfo {
         self.flags & f != 0
     }
 
-    /// The line's bytes within `buf`.
-    pub(crate) fn bytes<'b>(&self, buf: &'b [u8]) -> &'b [u8] {
-        &buf[self.start..self.start + self.len as usize]
-    }
-
-    /// A span's bytes (escaped form) within `buf`.
+    /// A span's bytes (escaped form) within `buf` (the buffer the line was scanned in).
     pub(crate) fn raw<'b>(&self, buf: &'b [u8], sp: Sp) -> &'b [u8] {
         let s = sp.abs(self.start);
         &buf[s.start..s.end]
     }
 
-    /// A string field decoded.
+    /// A string field decoded, within `buf` (the buffer the line was scanned in).
     pub(crate) fn text_of<'b>(
         &self,
         buf: &'b [u8],
@@ -186,12 +222,74 @@ impl LineInfo {
     ) -> Option<std::borrow::Cow<'b, str>> {
         super::scan::text(buf, sp?.abs(self.start))
     }
+
+    /// Copies what `keep` asks for from `buf` (where the line was scanned) to the end of
+    /// `store`, and points the line's spans there.
+    pub(crate) fn move_into(&mut self, buf: &[u8], store: &mut Vec<u8>, keep: Keep) {
+        let from = self.start;
+        let base = store.len();
+        let whole = keep == Keep::Whole || matches!(self.kind, LineKind::Meta(_));
+        if whole {
+            store.extend_from_slice(&buf[from..from + self.len as usize]);
+            self.start = base;
+            self.whole = true;
+            return;
+        }
+        self.whole = false;
+        self.session_id = None;
+        let body = matches!(self.kind, LineKind::User | LineKind::Assistant);
+        if !body {
+            self.message = None;
+        }
+        if !matches!(self.kind, LineKind::System(_)) {
+            self.text = None;
+        }
+        if self.kind != LineKind::User {
+            self.permission_mode = None;
+        }
+        let mut copy = |sp: &mut Option<Sp>| {
+            if let Some(s) = sp {
+                let a = s.abs(from);
+                s.off = u32::try_from(store.len() - base).unwrap_or(u32::MAX);
+                store.extend_from_slice(&buf[a.start..a.end]);
+            }
+        };
+        for sp in [
+            &mut self.uuid,
+            &mut self.parent,
+            &mut self.logical_parent,
+            &mut self.timestamp,
+            &mut self.msg_id,
+            &mut self.model,
+            &mut self.request_id,
+            &mut self.text,
+            &mut self.permission_mode,
+            &mut self.cwd,
+            &mut self.message,
+        ] {
+            copy(sp);
+        }
+        for t in self.tool_ids.iter_mut() {
+            let mut sp = Some(t.sp);
+            copy(&mut sp);
+            if let Some(sp) = sp {
+                t.sp = sp;
+            }
+        }
+        self.start = base;
+    }
 }
 
 /// Scans `buf[start..end]` as one transcript line.
 pub(crate) fn scan_line(buf: &[u8], start: usize, end: usize, number: u32) -> ScanResult<LineInfo> {
     let mut info = LineInfo {
         start,
+        seg: 0,
+        whole: true,
+        file_offset: start as u64,
+        uuid_h: 0,
+        parent_h: 0,
+        msg_h: 0,
         len: u32::try_from(end - start).unwrap_or(u32::MAX),
         number,
         kind: LineKind::Unknown,
@@ -214,6 +312,7 @@ pub(crate) fn scan_line(buf: &[u8], start: usize, end: usize, number: u32) -> Sc
     let mut kind: Option<StrSpan> = None;
     let mut subtype: Option<StrSpan> = None;
     let mut content: Option<StrSpan> = None;
+    let mut snapshot_of: Option<StrSpan> = None;
     let mut msg = MessageHead::default();
     let sp = |s: StrSpan| Sp::of(start, s);
     let mut sc = Scanner::new(buf, start, end);
@@ -235,6 +334,17 @@ pub(crate) fn scan_line(buf: &[u8], start: usize, end: usize, number: u32) -> Sc
             b"isApiErrorMessage" => set(&mut info.flags, flag::API_ERROR, sc.bool_lenient()?),
             b"content" => match sc.peek_value() {
                 Some(b'"') => content = Some(sc.string()?),
+                _ => sc.skip_value()?,
+            },
+            b"snapshot" => match sc.peek_value() {
+                // A file-history snapshot names the user message it belongs to.
+                Some(b'{') => sc.object(|sc, key| {
+                    match &buf[key.start..key.end] {
+                        b"messageId" => snapshot_of = sc.string_or_null()?,
+                        _ => sc.skip_value()?,
+                    }
+                    Ok(())
+                })?,
                 _ => sc.skip_value()?,
             },
             b"message" => match sc.peek_value() {
@@ -272,13 +382,35 @@ pub(crate) fn scan_line(buf: &[u8], start: usize, end: usize, number: u32) -> Sc
         info.model = msg.model.and_then(sp);
         info.text = msg.text.and_then(sp);
         if !msg.tool_ids.is_empty() {
-            info.tool_ids = msg.tool_ids.into_iter().filter_map(sp).collect();
+            info.tool_ids = msg
+                .tool_ids
+                .into_iter()
+                .filter_map(|t| {
+                    Some(ToolId {
+                        hash: id_hash(&buf[t.start..t.end]),
+                        sp: sp(t)?,
+                    })
+                })
+                .collect();
         }
         info.usage = msg.usage.map(Box::new);
     }
     if matches!(info.kind, LineKind::System(_)) {
         info.text = content.and_then(sp);
     }
+    if info.kind == LineKind::Meta(EntryKind::FileHistorySnapshot) {
+        // Snapshot lines carry no message: `msg_id` holds the user message they belong to.
+        info.msg_id = snapshot_of.and_then(sp);
+    }
+    let hash = |s: Option<Sp>| {
+        s.map_or(0, |s| {
+            let a = s.abs(start);
+            id_hash(&buf[a.start..a.end])
+        })
+    };
+    info.uuid_h = hash(info.uuid);
+    info.parent_h = hash(info.parent);
+    info.msg_h = hash(info.msg_id);
     Ok(info)
 }
 

@@ -324,16 +324,35 @@ impl<'a> Scanner<'a> {
     }
 }
 
-/// The first `"` or `\` in `buf[from..end]`. Short strings (keys, ids) are the common
-/// case, so the first bytes are checked inline before handing over to SIMD `memchr2`,
-/// whose call overhead only pays off on long runs.
+/// The first `"` or `\` in `buf[from..end]`.
+///
+/// Strings are mostly short (keys, ids) or long but dense with escapes (code and file
+/// contents are full of `\n` and `\"`), so each call usually ends within a few dozen
+/// bytes: the first 64 bytes are checked eight at a time with word arithmetic (SWAR),
+/// and only a longer run is handed to SIMD `memchr2`, whose call overhead pays off there.
 #[inline]
 fn find_quote_or_backslash(buf: &[u8], from: usize, end: usize) -> Option<usize> {
-    let inline_end = (from + 40).min(end);
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const QUOTE: u64 = LO * b'"' as u64;
+    const BACKSLASH: u64 = LO * b'\\' as u64;
+    let swar_end = (from + 64).min(end);
     let mut i = from;
-    while i < inline_end {
-        let c = buf[i];
-        if c == b'"' || c == b'\\' {
+    for chunk in buf[from..swar_end].chunks_exact(8) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(bytes);
+        let (q, b) = (w ^ QUOTE, w ^ BACKSLASH);
+        // A byte of `q` or `b` is zero where `w` holds a quote or a backslash; the lowest
+        // flagged byte is exact (false flags can only appear above a true one).
+        let found = ((q.wrapping_sub(LO) & !q) | (b.wrapping_sub(LO) & !b)) & HI;
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    while i < swar_end {
+        if matches!(buf[i], b'"' | b'\\') {
             return Some(i);
         }
         i += 1;
@@ -357,9 +376,14 @@ pub(crate) fn text(buf: &[u8], span: StrSpan) -> Option<std::borrow::Cow<'_, str
             .ok()
             .map(std::borrow::Cow::Borrowed);
     }
-    // Include the quotes so serde_json reads it as one JSON string.
-    let quoted = buf.get(span.start.checked_sub(1)?..span.end + 1)?;
-    serde_json::from_slice::<String>(quoted)
+    // Quote it so serde_json reads it as one JSON string (the bytes around the span are
+    // not necessarily its quotes: kept fields are stored without them).
+    let inner = buf.get(span.start..span.end)?;
+    let mut quoted = Vec::with_capacity(inner.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(inner);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted)
         .ok()
         .map(std::borrow::Cow::Owned)
 }

@@ -98,7 +98,10 @@ fn copy_rewritten(t: &Transcript, dest: &Path, new_id: &str) -> Result<usize, Re
     let mut copied = 0;
     let result = (|| {
         for i in 0..t.lines.len() {
-            let text = String::from_utf8_lossy(t.line_text(i));
+            let Some(bytes) = t.line_text(i) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(bytes);
             let line = match RawEntry::parse(&text) {
                 Ok(mut raw) if raw.get("sessionId").is_some() => {
                     raw.set("sessionId", new_id)

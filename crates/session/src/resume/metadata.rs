@@ -77,8 +77,16 @@ fn metadata_lines(t: &Transcript) -> impl Iterator<Item = &LineInfo> {
         .filter(|l| matches!(l.kind, LineKind::Meta(_)))
 }
 
+/// The snapshot of a file-history snapshot line.
+pub(crate) fn snapshot(t: &Transcript, l: &LineInfo) -> Option<FileHistorySnapshot> {
+    match parse(t, l)? {
+        MetadataEntry::FileHistorySnapshot(s) => Some(s.snapshot),
+        _ => None,
+    }
+}
+
 fn parse(t: &Transcript, l: &LineInfo) -> Option<MetadataEntry> {
-    let text = std::str::from_utf8(l.bytes(&t.buf)).ok()?;
+    let text = std::str::from_utf8(t.whole(l)?).ok()?;
     match Entry::parse(text) {
         Ok(Entry::Metadata(m)) => Some(m),
         // A metadata line of an unexpected shape is kept in the file but cannot inform
@@ -88,22 +96,25 @@ fn parse(t: &Transcript, l: &LineInfo) -> Option<MetadataEntry> {
 }
 
 /// What the metadata lines hold.
-pub(crate) struct Recovered {
+pub(crate) struct Recovered<'t> {
     pub(crate) meta: SessionMetadata,
-    /// File-history snapshots with their line numbers, in file order.
-    pub(crate) snapshots: Vec<(u32, FileHistorySnapshot)>,
+    /// File-history snapshot lines, in file order, parsed only when needed.
+    pub(crate) snapshots: Vec<&'t LineInfo>,
     /// `leafUuid` → summary text (the last line for a leaf wins).
     pub(crate) summaries: std::collections::HashMap<String, String>,
 }
 
-/// Recovers the metadata and the file-history snapshot lines of `t`.
-pub(crate) fn recover(t: &Transcript) -> Recovered {
+/// Recovers the metadata and finds the file-history snapshot lines of `t`.
+pub(crate) fn recover(t: &Transcript) -> Recovered<'_> {
     let mut meta = SessionMetadata::default();
     let mut snapshots = Vec::new();
     let mut summaries = std::collections::HashMap::new();
     for l in metadata_lines(t) {
+        if l.kind == LineKind::Meta(strata_protocol::transcript::EntryKind::FileHistorySnapshot) {
+            snapshots.push(l);
+            continue;
+        }
         match parse(t, l) {
-            Some(MetadataEntry::FileHistorySnapshot(s)) => snapshots.push((l.number, s.snapshot)),
             Some(MetadataEntry::Summary(s)) => {
                 if let Some(leaf) = s.leaf_uuid {
                     summaries.insert(leaf, s.summary);
