@@ -4,13 +4,50 @@
 //! consumes a stream of [`StreamEvent`]s shaped like the Anthropic Messages API's
 //! server-sent events (the richest of the supported protocols: text, thinking with
 //! signatures, tool use, usage). Each provider maps its wire protocol onto these events;
-//! [`MessageAccumulator`] turns the events into the final [`AssistantMessage`].
+//! [`MessageAccumulator`] turns the events into the final [`AssistantMessage`], and hands
+//! out each content block as it completes (the transcript gets one line per block).
 //!
-//! Providers own retries of transient failures (429, 5xx, `overloaded_error`) before the
-//! first event is yielded; once content has streamed, an error ends the stream and the
-//! query loop decides what to do.
+//! - [`AnthropicProvider`]: the Messages API over SSE (`ANTHROPIC_API_KEY`,
+//!   `ANTHROPIC_BASE_URL`).
+//! - [`OpenAiProvider`]: OpenAI-compatible chat completions over SSE (`OPENAI_API_KEY`,
+//!   `OPENAI_BASE_URL`), which llama.cpp, Ollama and vLLM also speak.
+//! - [`ReplayProvider`]: plays back the responses recorded in a transcript, offline.
+//! - [`select_provider`]: which of them `--provider` and the environment ask for.
+//!
+//! Providers own retries of transient failures (429, 5xx, `overloaded_error`) before any
+//! content is yielded ([`RetryPolicy`]); once content has streamed, an error ends the
+//! stream and the query loop decides what to do.
+//!
+//! Using it (the query loop):
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use futures::StreamExt;
+//! # use strata_agent::provider::*;
+//! # async fn turn(provider: Arc<dyn Provider>, request: ModelRequest) -> Result<(), Box<dyn std::error::Error>> {
+//! let cancel = tokio_util::sync::CancellationToken::new();
+//! let mut events = provider.stream(request, cancel.child_token());
+//! let mut acc = MessageAccumulator::new();
+//! while let Some(event) = events.next().await {
+//!     let event = event?; // Cancelled, Api, Transport, Protocol, Replay
+//!     // (forward text deltas to the UI here)
+//!     if let Some(done) = acc.push(&event)? {
+//!         let line = acc.line_message(&done.block); // one transcript line per block
+//!         # let _ = line;
+//!     }
+//! }
+//! let message: AssistantMessage = acc.finish()?; // all blocks, stop reason, final usage
+//! # let _ = message; Ok(()) }
+//! ```
 
 mod accumulator;
+mod anthropic;
+mod openai;
+mod replay;
+mod retry;
+mod select;
+pub mod sse;
+mod transport;
 
 use std::fmt;
 use std::pin::Pin;
@@ -20,7 +57,14 @@ use serde_json::Value;
 use strata_protocol::message::{ContentBlock, Message, StopReason, Usage};
 use tokio_util::sync::CancellationToken;
 
-pub use accumulator::MessageAccumulator;
+pub use accumulator::{AccumulatorError, CompletedBlock, MessageAccumulator};
+pub use anthropic::{
+    ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL, AnthropicConfig, AnthropicProvider,
+};
+pub use openai::{OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, OpenAiConfig, OpenAiProvider};
+pub use replay::ReplayProvider;
+pub use retry::RetryPolicy;
+pub use select::{ProviderChoice, select_provider};
 pub use strata_protocol::message::AssistantMessage;
 
 /// One request to a model.
@@ -107,6 +151,8 @@ pub enum BlockDelta {
     Signature(String),
     /// A fragment of a tool use's input JSON.
     InputJson(String),
+    /// A citation to add to a text block's `citations`.
+    Citation(Value),
 }
 
 /// Why a provider could not produce a (complete) response.
@@ -152,6 +198,28 @@ pub enum ProviderError {
     /// A replayed session ran out of recorded responses, or could not be read.
     #[error("replay: {0}")]
     Replay(String),
+    /// The events did not make a valid message (a tool call's input is not JSON, a
+    /// block never ended); raised by [`MessageAccumulator`].
+    #[error(transparent)]
+    InvalidResponse(#[from] AccumulatorError),
+}
+
+impl ProviderError {
+    /// Whether trying the same request again could succeed (rate limits, overload,
+    /// server errors, broken connections). Providers already retried these up to their
+    /// [`RetryPolicy`] before any content streamed; the query loop may use this to decide
+    /// whether to offer a retry after a stream broke mid-way.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Api { retryable, .. } => *retryable,
+            Self::Transport { .. } => true,
+            Self::NotConfigured(_)
+            | Self::Protocol { .. }
+            | Self::Cancelled
+            | Self::Replay(_)
+            | Self::InvalidResponse(_) => false,
+        }
+    }
 }
 
 /// A stream of response events.
@@ -167,4 +235,11 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// error; cancelling `cancel` ends it with [`ProviderError::Cancelled`] promptly,
     /// also while waiting between retries.
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream;
+
+    /// The model used when the user names none (`--model` overrides it): see
+    /// [`ANTHROPIC_DEFAULT_MODEL`], [`OPENAI_DEFAULT_MODEL`]; a replay answers with the
+    /// model of its first recorded response.
+    fn default_model(&self) -> Option<&str> {
+        None
+    }
 }

@@ -1,0 +1,44 @@
+//! Test helpers for strata: a scripted mock model server.
+//!
+//! strata's tests never reach a real model service. [`MockServer`] is a real HTTP/1.1
+//! server on `127.0.0.1` (a random port) that speaks the two streaming protocols strata's
+//! providers use, so tests exercise the whole network path (headers, SSE framing,
+//! retries, cancellation) rather than a fake inside the process:
+//!
+//! - the Anthropic Messages API (`POST …/v1/messages`, `stream: true`);
+//! - OpenAI chat completions (`POST …/chat/completions`, `stream: true`).
+//!
+//! Each test scripts the responses, in order, and inspects the requests afterwards:
+//!
+//! ```no_run
+//! # async fn t() -> std::io::Result<()> {
+//! use serde_json::json;
+//! use strata_testkit::{MockResponse, MockServer, Reply};
+//!
+//! let server = MockServer::start().await?;
+//! server.push(MockResponse::overloaded()); // 529 first: the client must retry
+//! server.push(Reply::new().text("Running it.").tool_use("toolu_1", "Bash", json!({"command": "echo hi"})));
+//! server.push(Reply::new().text("It printed hi."));
+//! // ANTHROPIC_BASE_URL = server.url(), or OPENAI_BASE_URL = server.openai_url()
+//! // … run strata …
+//! let requests = server.requests();
+//! assert_eq!(requests[2].json()["messages"][2]["content"][0]["type"], "tool_result");
+//! # Ok(()) }
+//! ```
+//!
+//! A scripted [`MockResponse`] is written in the dialect of the request it answers (the
+//! path decides), so one script serves both providers. See [`MockResponse`] for errors,
+//! mid-stream errors, dropped connections and pausing a stream until the test releases it
+//! (interrupt tests), and [`render`] for the exact events sent.
+//!
+//! This crate is a dev-dependency only and sits at the bottom layer: it uses
+//! `strata-protocol`'s message types and no other crate of ours.
+
+pub mod render;
+mod reply;
+mod script;
+mod server;
+
+pub use reply::Reply;
+pub use script::{Gate, MockResponse};
+pub use server::{MockServer, RecordedRequest};
