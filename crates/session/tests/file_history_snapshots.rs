@@ -249,3 +249,48 @@ fn an_edit_before_any_prompt_is_refused() {
     assert!(matches!(err, FileHistoryError::NoSnapshot { .. }));
     assert!(err.to_string().contains("a.rs"));
 }
+
+/// A real session of the reference agent (`shared/corpus`): its live snapshots load into
+/// a history whose versions continue after the recorded ones, and a rewind looks for the
+/// backups under the names the reference gave them.
+#[test]
+fn sp3_reference_session_snapshots_resume_with_continuing_versions() {
+    use strata_session::resume::LoadedSession;
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/claude-code");
+    let session =
+        LoadedSession::load(&corpus.join("spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"))
+            .unwrap();
+    assert!(!session.file_history.is_empty());
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = SessionLayout::new(tmp.path(), Path::new("/w"), &session.session_id);
+    let cwd = session.cwd().unwrap();
+    let first_prompt = session.file_history[0].message_id.clone();
+    let last = session.latest_snapshot.clone().unwrap();
+    let mut fh = FileHistory::resume(
+        &layout,
+        &cwd,
+        session.file_history.iter().cloned(),
+        session.latest_snapshot.as_ref(),
+    );
+
+    // The recorded `mix.exs@v2` is the latest version; the files are not on this machine,
+    // so the next prompt records them as absent, as version 3.
+    let mix = &last.tracked_file_backups["mix.exs"];
+    assert_eq!(
+        (mix.backup_file_name.as_deref(), mix.version),
+        (Some("284b4d4b3c9220c5@v2"), 2)
+    );
+    let entry = fh.make_snapshot("new-prompt").unwrap();
+    let mix = &snapshot_of(&entry).1.tracked_file_backups["mix.exs"];
+    assert_eq!((mix.backup_file_name.as_deref(), mix.version), (None, 3));
+
+    // The backups themselves were not part of the corpus: rewinding names the missing one.
+    let err = fh.rewind(&first_prompt, true).unwrap_err();
+    assert!(
+        matches!(err, FileHistoryError::BackupMissing { .. }),
+        "{err}"
+    );
+    // The live conversation starts after the session's compaction, so its first prompt
+    // already tracks version 2 of the files.
+    assert!(err.to_string().contains("4cd1a53d66f776b3@v2"), "{err}");
+}
