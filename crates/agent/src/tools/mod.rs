@@ -9,15 +9,44 @@
 //! What a tool may touch comes in a [`ToolContext`]: the working directory (kept between
 //! Bash calls), cancellation, what files were read, the file-history hook that backs a
 //! file up before its first edit in a turn, where large outputs go, and the todo list.
+//!
+//! The tool set ([`default_tools`], [`ToolRegistry`]): [`Bash`], [`Read`], [`Write`],
+//! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`]. Names, input fields and their meaning
+//! follow the reference agent's public tool documentation, so models trained on it use
+//! them correctly; descriptions and messages are strata's own.
+
+pub mod bash;
+mod diff;
+mod edit;
+mod files;
+mod glob;
+mod grep;
+mod input;
+mod output;
+mod read;
+mod todo;
+mod write;
 
 use std::fmt;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+pub use self::bash::Bash;
+pub use self::edit::Edit;
+pub(crate) use self::files::normalize as files_normalize;
+pub use self::files::{FileReadState, ReadStamp};
+pub use self::glob::Glob;
+pub use self::grep::Grep;
+pub use self::output::MAX_INLINE_OUTPUT_CHARS;
+pub use self::read::Read;
+pub use self::todo::{TodoItem, TodoStatus, TodoWrite};
+pub use self::write::Write;
+use crate::provider::ToolDefinition;
 
 /// A boxed future returned by [`Tool::call`].
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
@@ -44,6 +73,14 @@ pub trait Tool: Send + Sync + fmt::Debug {
     /// What permission rules `Tool(pattern)` match this call against, if anything.
     fn permission_subject(&self, input: &Value) -> Option<PermissionSubject>;
 
+    /// Checks the input without running anything. The query loop calls this before the
+    /// permission check, so a malformed call is answered with an error instead of a
+    /// prompt. [`Tool::call`] validates again, so skipping this is safe.
+    fn validate(&self, input: &Value) -> Result<(), ToolOutput> {
+        let _ = input;
+        Ok(())
+    }
+
     /// Runs the call. Errors are reported in the output (`is_error`), never raised.
     fn call<'a>(&'a self, call: ToolCall, ctx: &'a ToolContext) -> ToolFuture<'a>;
 }
@@ -62,7 +99,9 @@ pub struct ToolCall {
 pub enum PermissionSubject {
     /// A shell command line (`Bash(npm test:*)`).
     Command(String),
-    /// A file or directory path, absolute (`Edit(src/**)`).
+    /// A file or directory path (`Edit(src/**)`). Absolute, or relative to the working
+    /// directory (Glob and Grep take relative paths; an empty path is the working
+    /// directory itself). The permission check resolves it.
     Path(PathBuf),
 }
 
@@ -73,7 +112,8 @@ pub struct ToolOutput {
     pub content: String,
     /// True when the call failed (the model sees the text as an error).
     pub is_error: bool,
-    /// Structured detail for the transcript's `toolUseResult` and for UIs.
+    /// Structured detail for the transcript's `toolUseResult` and for UIs. Shaped like
+    /// the reference agent's `toolUseResult` for the same tool.
     pub detail: Option<Value>,
     /// Lines added by this call (file edits), for the session counters.
     pub lines_added: u64,
@@ -84,16 +124,34 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A successful result with `content`.
     pub fn ok(content: impl Into<String>) -> Self {
-        Self { content: content.into(), ..Self::default() }
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
     }
 
     /// A failed result the model can read.
     pub fn error(content: impl Into<String>) -> Self {
-        Self { content: content.into(), is_error: true, ..Self::default() }
+        Self {
+            content: content.into(),
+            is_error: true,
+            ..Self::default()
+        }
+    }
+
+    /// Attaches the structured detail.
+    #[must_use]
+    pub fn with_detail(mut self, detail: Value) -> Self {
+        self.detail = Some(detail);
+        self
     }
 }
 
 /// What tools may touch. Cheap to clone (shared parts are behind `Arc`s).
+///
+/// Build one with [`ToolContext::new`] (a fresh session) and adjust the public fields;
+/// a sub-agent's context clones the read-file state (SA-6) rather than sharing it:
+/// `read_files: Arc::new(Mutex::new(parent.read_files()))`.
 #[derive(Clone)]
 pub struct ToolContext {
     /// The working directory, shared by every Bash call of a session (a `cd` persists).
@@ -107,11 +165,78 @@ pub struct ToolContext {
     pub env: Arc<Mutex<Vec<(String, String)>>>,
     /// Hooks into the session: file history, large output storage, todos.
     pub hooks: Arc<dyn ToolHooks>,
+    /// Which files were read and when: Write and Edit refuse to change an existing file
+    /// the model has not read, or one that changed on disk since it was read.
+    pub read_files: Arc<Mutex<FileReadState>>,
 }
 
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolContext").field("project_root", &self.project_root).finish_non_exhaustive()
+        f.debug_struct("ToolContext")
+            .field("project_root", &self.project_root)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it: every value
+/// behind these locks (a path, a list, a map) is valid after any single assignment, so
+/// a poisoned lock holds consistent data.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ToolContext {
+    /// A context for a session rooted at `project_root`: the working directory starts
+    /// there, nothing is cancelled, no environment overlay, nothing read yet.
+    pub fn new(project_root: impl Into<PathBuf>, hooks: Arc<dyn ToolHooks>) -> Self {
+        let project_root = project_root.into();
+        Self {
+            cwd: Arc::new(Mutex::new(project_root.clone())),
+            project_root,
+            cancel: CancellationToken::new(),
+            env: Arc::new(Mutex::new(Vec::new())),
+            hooks,
+            read_files: Arc::new(Mutex::new(FileReadState::default())),
+        }
+    }
+
+    /// The current working directory.
+    pub fn cwd(&self) -> PathBuf {
+        lock(&self.cwd).clone()
+    }
+
+    /// Moves the shared working directory (what a `cd` in Bash does).
+    pub fn set_cwd(&self, dir: PathBuf) {
+        *lock(&self.cwd) = dir;
+    }
+
+    /// A snapshot of the environment overlay.
+    pub fn env_overlay(&self) -> Vec<(String, String)> {
+        lock(&self.env).clone()
+    }
+
+    /// Adds or overwrites one overlay variable (never removes: FX-5).
+    pub fn set_env(&self, key: impl Into<String>, value: impl Into<String>) {
+        let (key, value) = (key.into(), value.into());
+        let mut env = lock(&self.env);
+        match env.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => env.push((key, value)),
+        }
+    }
+
+    /// A copy of the read-file state (for a sub-agent's own context, SA-6).
+    pub fn read_files(&self) -> FileReadState {
+        lock(&self.read_files).clone()
+    }
+
+    /// Resolves `path` against the working directory when it is relative.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd().join(path)
+        }
     }
 }
 
@@ -120,7 +245,7 @@ impl fmt::Debug for ToolContext {
 pub trait ToolHooks: Send + Sync {
     /// Called before a tool first modifies `path` in the current turn, so the file can be
     /// backed up for rewind. An error aborts the edit (nothing is lost unrecorded).
-    fn before_edit(&self, path: &std::path::Path) -> Result<(), String>;
+    fn before_edit(&self, path: &Path) -> Result<(), String>;
 
     /// Stores a tool output too large for the transcript; returns where it went, for the
     /// reference left in its place.
@@ -128,4 +253,94 @@ pub trait ToolHooks: Send + Sync {
 
     /// Replaces the session's todo list (TodoWrite).
     fn set_todos(&self, todos: Value);
+
+    /// The session's current todo list (a JSON array), reported as `oldTodos` in
+    /// TodoWrite's detail. The default is an empty list.
+    fn todos(&self) -> Value {
+        Value::Array(Vec::new())
+    }
+}
+
+/// The default tool set, in the order the model is told about them.
+pub fn default_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(Bash),
+        Arc::new(Glob),
+        Arc::new(Grep),
+        Arc::new(Read),
+        Arc::new(Edit),
+        Arc::new(Write),
+        Arc::new(TodoWrite),
+    ]
+}
+
+/// The tools of a session, looked up by name.
+#[derive(Debug, Clone)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::new(default_tools())
+    }
+}
+
+impl ToolRegistry {
+    /// A registry of `tools` (later duplicates of a name are ignored by [`Self::get`]).
+    pub fn new(tools: Vec<Arc<dyn Tool>>) -> Self {
+        Self { tools }
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    /// Every tool, in order.
+    pub fn tools(&self) -> &[Arc<dyn Tool>] {
+        &self.tools
+    }
+
+    /// The tool names, in order (the headless `init` line's `tools`).
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    /// Keeps only the tools `keep` accepts (e.g. drop those a `--disallowedTools`
+    /// entry names without a pattern, so the model is not offered them).
+    #[must_use]
+    pub fn filtered(&self, keep: impl Fn(&dyn Tool) -> bool) -> Self {
+        Self {
+            tools: self
+                .tools
+                .iter()
+                .filter(|t| keep(t.as_ref()))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The definitions sent to the model.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools
+            .iter()
+            .map(|t| ToolDefinition {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                input_schema: t.input_schema(),
+            })
+            .collect()
+    }
+
+    /// Runs `call` on the tool called `name`; an unknown name is an error result.
+    pub async fn call(&self, name: &str, call: ToolCall, ctx: &ToolContext) -> ToolOutput {
+        match self.get(name) {
+            Some(tool) => tool.call(call, ctx).await,
+            None => ToolOutput::error(format!(
+                "No such tool: {name}. Available tools: {}",
+                self.names().join(", ")
+            )),
+        }
+    }
 }

@@ -1,0 +1,259 @@
+//! The decision for one tool call (the order is documented on the
+//! [module](super)).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use strata_protocol::permission::PermissionMode;
+
+use super::matching::{CommandLine, ResolvedPath, compile_path_pattern, is_inside};
+use super::rules::{PermissionRule, RuleBehavior};
+use super::{PermissionContext, PermissionDecision};
+use crate::tools::{PermissionSubject, Tool};
+
+/// What a call touches, resolved for matching.
+enum Subject {
+    Command(CommandLine),
+    Path(ResolvedPath),
+    None,
+}
+
+/// What kind of call this is, for the `Read(…)` / `Edit(…)` rule aliases.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    ReadsPath,
+    EditsPath,
+    Other,
+}
+
+struct Call<'a> {
+    tool: &'a str,
+    cwd: &'a Path,
+    read_only: bool,
+    class: Class,
+    subject: Subject,
+    /// `Bash with command "…"`, `Edit on /path`: for reasons.
+    describe: String,
+}
+
+impl PermissionContext {
+    /// Decides whether `tool` may run with `input`, given the working directory `cwd`
+    /// (relative paths in the input are resolved against it).
+    pub fn check(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> PermissionDecision {
+        let read_only = tool.is_read_only(input);
+        let raw = tool.permission_subject(input);
+        let (subject, class, describe) = match &raw {
+            Some(PermissionSubject::Command(c)) => (
+                Subject::Command(CommandLine::new(c)),
+                Class::Other,
+                format!("{} with command `{}`", tool.name(), c.trim()),
+            ),
+            Some(PermissionSubject::Path(p)) => {
+                let resolved = ResolvedPath::new(p, cwd);
+                let describe = format!("{} on {}", tool.name(), resolved.lexical.display());
+                let class = if read_only {
+                    Class::ReadsPath
+                } else {
+                    Class::EditsPath
+                };
+                (Subject::Path(resolved), class, describe)
+            }
+            None => (Subject::None, Class::Other, tool.name().to_owned()),
+        };
+        let call = Call {
+            tool: tool.name(),
+            cwd,
+            read_only,
+            class,
+            subject,
+            describe,
+        };
+        let ask_reason = match self.decide(&call) {
+            Ok(decision) => return decision,
+            Err(ask_reason) => ask_reason,
+        };
+        if self.mode == PermissionMode::DontAsk {
+            PermissionDecision::Deny {
+                reason: format!(
+                    "{ask_reason}. Permission mode dontAsk denies anything that would need \
+                     approval."
+                ),
+            }
+        } else if self.should_avoid_prompts {
+            PermissionDecision::Deny {
+                reason: format!(
+                    "{ask_reason}, and no permission prompt can be shown here, so it was denied \
+                     automatically. If it is needed, the user can allow it with a permission \
+                     rule (for example --allowedTools)."
+                ),
+            }
+        } else {
+            PermissionDecision::Ask { reason: ask_reason }
+        }
+    }
+
+    /// `Ok` for a final decision, `Err(reason)` for "would ask".
+    fn decide(&self, call: &Call<'_>) -> Result<PermissionDecision, String> {
+        if let Some(rule) = self.first_match(RuleBehavior::Deny, call) {
+            return Ok(PermissionDecision::Deny {
+                reason: format!(
+                    "Permission to use {} was denied by the rule `{rule}` ({} deny).",
+                    call.describe, rule.source
+                ),
+            });
+        }
+        if self.mode == PermissionMode::Plan && !call.read_only {
+            return Ok(PermissionDecision::Deny {
+                reason: format!(
+                    "{} was denied: plan mode allows only read-only tools. Finish the plan and \
+                     present it to the user; changes can be made once they approve it and \
+                     leave plan mode.",
+                    call.describe
+                ),
+            });
+        }
+        if let Some(rule) = self.first_match(RuleBehavior::Ask, call) {
+            return Err(format!(
+                "{} requires approval by the rule `{rule}` ({} ask)",
+                call.describe, rule.source
+            ));
+        }
+        if self.mode == PermissionMode::BypassPermissions && self.bypass.is_available() {
+            return Ok(PermissionDecision::Allow);
+        }
+        if self.allowed_by_rules(call) {
+            return Ok(PermissionDecision::Allow);
+        }
+        let inside = match &call.subject {
+            Subject::Path(p) => self.inside_working_dirs(p),
+            _ => false,
+        };
+        if call.read_only && (inside || matches!(call.subject, Subject::None)) {
+            return Ok(PermissionDecision::Allow);
+        }
+        if self.mode == PermissionMode::AcceptEdits && call.class == Class::EditsPath && inside {
+            return Ok(PermissionDecision::Allow);
+        }
+        let where_ = match &call.subject {
+            Subject::Path(_) if !inside => " (outside the project directory)",
+            _ => "",
+        };
+        Err(format!("{}{where_} requires approval", call.describe))
+    }
+
+    fn inside_working_dirs(&self, path: &ResolvedPath) -> bool {
+        is_inside(path, &self.project_root)
+            || self
+                .additional_directories
+                .iter()
+                .any(|d| is_inside(path, d))
+    }
+
+    /// Whether a rule names this call's tool, directly or through the file aliases.
+    fn names(&self, rule: &PermissionRule, call: &Call<'_>) -> bool {
+        rule.names_tool(call.tool)
+            || (rule.tool == "Edit" && call.class == Class::EditsPath)
+            || (rule.tool == "Read" && call.class == Class::ReadsPath)
+    }
+
+    /// The first rule of `behavior` that matches the call (any part of a command, any
+    /// form of a path).
+    fn first_match(&self, behavior: RuleBehavior, call: &Call<'_>) -> Option<&PermissionRule> {
+        self.rules.list(behavior).iter().find(|rule| {
+            if !self.names(rule, call) {
+                return false;
+            }
+            let Some(pattern) = &rule.pattern else {
+                return true;
+            };
+            match &call.subject {
+                Subject::Command(line) => line.any_part_matches(pattern),
+                Subject::Path(p) => {
+                    self.path_matches(pattern, p, |forms| forms.iter().any(|b| *b), true)
+                }
+                Subject::None => false,
+            }
+        })
+    }
+
+    /// Allow rules: a whole-tool rule, or for commands every part allowed (or an exact
+    /// rule for the whole line), or for paths every form matching.
+    fn allowed_by_rules(&self, call: &Call<'_>) -> bool {
+        let rules: Vec<&PermissionRule> = self
+            .rules
+            .allow
+            .iter()
+            .filter(|r| self.names(r, call))
+            .collect();
+        if rules.iter().any(|r| r.pattern.is_none()) {
+            return true;
+        }
+        match &call.subject {
+            Subject::Command(line) => {
+                let exact_whole = rules
+                    .iter()
+                    .filter_map(|r| r.pattern.as_deref())
+                    .any(|p| !p.contains('*') && super::matching::command_matches(p, &line.whole));
+                exact_whole
+                    || (!line.parts.is_empty()
+                        && line.parts.iter().all(|part| {
+                            rules
+                                .iter()
+                                .filter_map(|r| r.pattern.as_deref())
+                                .any(|p| super::matching::command_matches(p, &part.text))
+                                || self.is_cd_into_working_dir(part, call.cwd)
+                        }))
+            }
+            Subject::Path(p) => rules
+                .iter()
+                .filter_map(|r| r.pattern.as_deref())
+                .any(|pattern| {
+                    self.path_matches(pattern, p, |forms| forms.iter().all(|b| *b), false)
+                }),
+            Subject::None => false,
+        }
+    }
+
+    /// `cd <dir>` to a directory inside the project or an additional directory.
+    fn is_cd_into_working_dir(
+        &self,
+        part: &crate::tools::bash::shell::SimpleCommand,
+        cwd: &Path,
+    ) -> bool {
+        let argv = part.argv();
+        if part.writes_file
+            || part.assignments > 0
+            || argv.first().map(String::as_str) != Some("cd")
+        {
+            return false;
+        }
+        match argv.get(1..) {
+            Some([dir]) if !dir.contains(['$', '`', '*', '?', '~']) => {
+                let target = ResolvedPath::new(&PathBuf::from(dir), cwd);
+                self.inside_working_dirs(&target)
+            }
+            _ => false,
+        }
+    }
+
+    /// Matches a path pattern against both forms of `path`, combining the per-form
+    /// results with `combine` (any for deny/ask, all for allow). A pattern that does
+    /// not compile cannot be honoured as written, so it fails safe: it matches
+    /// everything for deny and ask (the reason names the rule, so the user can fix it)
+    /// and nothing for allow.
+    fn path_matches(
+        &self,
+        pattern: &str,
+        path: &ResolvedPath,
+        combine: impl Fn(&[bool]) -> bool,
+        on_error: bool,
+    ) -> bool {
+        match compile_path_pattern(pattern, &self.project_root, self.home.as_deref()) {
+            Ok(set) => combine(&path.forms().map(|f| set.is_match(f))),
+            Err(err) => {
+                tracing::warn!(pattern, %err, "permission rule pattern does not compile");
+                on_error
+            }
+        }
+    }
+}

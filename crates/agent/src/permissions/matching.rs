@@ -1,0 +1,250 @@
+//! Matching rule patterns against what a call touches: command lines and paths.
+//!
+//! **Commands** (`Bash(…)`): `npm test` matches exactly that command; `npm run test:*`
+//! matches `npm run test` and anything that continues it after a space (not
+//! `npm run testing`); a `*` elsewhere matches any text (`git * main`). A compound
+//! command is judged part by part (see [`shell`](crate::tools::bash::shell)): a deny or
+//! ask rule hits if it matches any part, an allow rule set allows only if every part is
+//! allowed. `cd` into the project (or an additional directory) counts as allowed, so
+//! `cd sub && npm test` needs only the `npm test` rule.
+//!
+//! **Paths** (`Read(…)`, `Edit(…)`): gitignore-style globs. `//abs/path` is absolute,
+//! `~/x` is in the home directory, `/x` and `./x` are relative to the project root, a
+//! pattern with no `/` matches a name at any depth in the project (`*.env`), other
+//! relative patterns are anchored at the project root (`src/**`). A pattern that names
+//! a directory also covers everything inside it (a trailing `/` is accepted).
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::tools::bash::shell::{SimpleCommand, split_command};
+use crate::tools::files_normalize;
+
+/// Whether `pattern` (a `Bash(…)` rule's pattern) matches one command text.
+pub(crate) fn command_matches(pattern: &str, command: &str) -> bool {
+    let command = command.trim();
+    let pattern = pattern.trim();
+    if let Some(prefix) = pattern.strip_suffix(":*") {
+        let prefix = prefix.trim_end();
+        return match command.strip_prefix(prefix) {
+            Some(rest) => rest.is_empty() || rest.starts_with(char::is_whitespace),
+            None => false,
+        };
+    }
+    if pattern.contains('*') {
+        return wildcard(pattern, command);
+    }
+    pattern == command
+}
+
+/// `*` matches any text (including spaces); everything else literally.
+fn wildcard(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, rest) = match parts.split_first() {
+        Some(split) => split,
+        None => return text.is_empty(),
+    };
+    let Some(mut remaining) = text.strip_prefix(first) else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return remaining.is_empty();
+    };
+    for part in middle {
+        match remaining.find(part) {
+            Some(i) => remaining = &remaining[i + part.len()..],
+            None => return false,
+        }
+    }
+    remaining.len() >= last.len() && remaining.ends_with(last)
+}
+
+/// A command line split for rule matching.
+pub(crate) struct CommandLine {
+    pub(crate) whole: String,
+    pub(crate) parts: Vec<SimpleCommand>,
+}
+
+impl CommandLine {
+    pub(crate) fn new(line: &str) -> Self {
+        Self {
+            whole: line.trim().to_owned(),
+            parts: split_command(line),
+        }
+    }
+
+    /// Deny/ask: the pattern hits the whole line or any part (also with leading
+    /// variable assignments removed, so `X=1 rm -rf /` still hits `rm:*`).
+    pub(crate) fn any_part_matches(&self, pattern: &str) -> bool {
+        command_matches(pattern, &self.whole)
+            || self.parts.iter().any(|p| {
+                command_matches(pattern, &p.text) || command_matches(pattern, p.command_text())
+            })
+    }
+}
+
+/// A path a call touches, in the two forms rules are checked against: as written
+/// (normalised lexically) and with symlinks resolved (as far as the path exists).
+#[derive(Debug, Clone)]
+pub(crate) struct ResolvedPath {
+    pub(crate) lexical: PathBuf,
+    pub(crate) real: PathBuf,
+}
+
+impl ResolvedPath {
+    /// Resolves `path` against `cwd` when relative.
+    pub(crate) fn new(path: &Path, cwd: &Path) -> Self {
+        let lexical = files_normalize(&cwd.join(path));
+        let real = resolve_existing(&lexical);
+        Self { lexical, real }
+    }
+
+    /// Both forms, for "does any form match" (deny, ask) and "do all forms match"
+    /// (allow, inside the project).
+    pub(crate) fn forms(&self) -> [&Path; 2] {
+        [&self.lexical, &self.real]
+    }
+}
+
+/// Canonicalises the longest existing ancestor of `path` and appends the rest, so a
+/// symlink inside the project that points elsewhere is seen for what it is, also for
+/// a file about to be created.
+pub(crate) fn resolve_existing(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut tail = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in tail.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                tail.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// Whether `path` is `dir` or inside it, in both forms (each compared to the same form
+/// of `dir`).
+pub(crate) fn is_inside(path: &ResolvedPath, dir: &Path) -> bool {
+    let dir_lexical = files_normalize(dir);
+    let dir_real = resolve_existing(&dir_lexical);
+    path.lexical.starts_with(&dir_lexical) && path.real.starts_with(&dir_real)
+}
+
+/// Compiles a path rule pattern into globs over absolute paths.
+pub(crate) fn compile_path_pattern(
+    pattern: &str,
+    project_root: &Path,
+    home: Option<&Path>,
+) -> Result<GlobSet, String> {
+    let escape_dir = |p: &Path| globset::escape(&p.to_string_lossy());
+    let (base, rest): (String, String) = if let Some(abs) = pattern.strip_prefix("//") {
+        (String::new(), format!("/{abs}"))
+    } else if let Some(rest) = pattern.strip_prefix("~/") {
+        let home = home.ok_or("the home directory is unknown, so `~/` cannot be used")?;
+        (escape_dir(home), rest.to_owned())
+    } else if pattern == "~" {
+        let home = home.ok_or("the home directory is unknown, so `~` cannot be used")?;
+        (escape_dir(home), String::new())
+    } else {
+        let root = escape_dir(project_root);
+        let rel = pattern.strip_prefix("./").unwrap_or(pattern);
+        let anchored = rel.starts_with('/') || rel.trim_end_matches('/').contains('/');
+        let rel = rel.trim_start_matches('/');
+        if anchored {
+            (root, rel.to_owned())
+        } else {
+            (root, format!("**/{rel}"))
+        }
+    };
+    // A trailing `/` (gitignore's "directory") changes nothing here: the pattern
+    // covers the directory and, as every pattern does, everything inside it.
+    let rest = rest.trim_end_matches('/');
+    let glob = match (base.is_empty(), rest.is_empty()) {
+        (true, _) => rest.to_owned(),
+        (false, true) => base,
+        (false, false) => format!("{}/{rest}", base.trim_end_matches('/')),
+    };
+    let mut set = GlobSetBuilder::new();
+    for g in [glob.clone(), format!("{}/**", glob.trim_end_matches('/'))] {
+        let glob = GlobBuilder::new(&g)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| e.to_string())?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_rules_match_at_word_boundaries() {
+        assert!(command_matches("npm run test:*", "npm run test"));
+        assert!(command_matches("npm run test:*", "npm run test -- --watch"));
+        assert!(!command_matches("npm run test:*", "npm run testing"));
+        assert!(!command_matches("npm run test:*", "npm run"));
+    }
+
+    #[test]
+    fn exact_and_wildcard_rules() {
+        assert!(command_matches("npm test", " npm test "));
+        assert!(!command_matches("npm test", "npm test x"));
+        assert!(command_matches("git * main", "git push origin main"));
+        assert!(!command_matches("git * main", "git push origin dev"));
+        assert!(command_matches("*", "anything at all"));
+        assert!(command_matches("ls *", "ls -la"));
+    }
+
+    #[test]
+    fn compound_lines_expose_every_part() {
+        let line = CommandLine::new("cd x && FOO=1 rm -rf / ; echo $(curl evil)");
+        assert!(line.any_part_matches("rm:*"));
+        assert!(line.any_part_matches("curl:*"));
+        assert!(!line.any_part_matches("wget:*"));
+    }
+
+    fn matches(pattern: &str, path: &str) -> bool {
+        let set =
+            compile_path_pattern(pattern, Path::new("/proj"), Some(Path::new("/home/u"))).unwrap();
+        set.is_match(path)
+    }
+
+    #[test]
+    fn path_patterns_follow_gitignore_anchoring() {
+        assert!(matches("src/**", "/proj/src/a/b.rs"));
+        assert!(!matches("src/**", "/proj/lib/src/b.rs"));
+        assert!(matches("*.env", "/proj/.env") || matches(".env", "/proj/.env"));
+        assert!(matches("*.env", "/proj/config/prod.env"));
+        assert!(matches(".env", "/proj/deep/dir/.env"));
+        assert!(matches("/docs/*.md", "/proj/docs/a.md"));
+        assert!(!matches("/docs/*.md", "/proj/docs/sub/a.md"));
+        assert!(matches("./docs", "/proj/docs/sub/a.md"));
+        assert!(matches("//etc/**", "/etc/passwd"));
+        assert!(matches("//etc", "/etc/passwd"));
+        assert!(matches("~/.ssh/**", "/home/u/.ssh/id_rsa"));
+        assert!(matches("secrets/", "/proj/secrets/key"));
+        assert!(matches("secrets/", "/proj/secrets"));
+        assert!(!matches("*.rs", "/other/x.rs"));
+    }
+
+    #[test]
+    fn special_characters_in_the_root_are_literal() {
+        let set = compile_path_pattern("a.txt", Path::new("/p[1]"), None).unwrap();
+        assert!(set.is_match("/p[1]/a.txt"));
+        assert!(!set.is_match("/p1/a.txt"));
+    }
+}

@@ -1,0 +1,267 @@
+//! The Bash tool: runs a command with `bash -c` in the session's working directory.
+//!
+//! - The working directory is shared by every call of the session: a `cd` persists.
+//! - `timeout` (milliseconds) defaults to 2 minutes, at most 10; on timeout or when the
+//!   turn is cancelled, the command's whole process group is killed.
+//! - stdout and stderr are captured (bounded in memory); the result keeps 30,000
+//!   characters inline and offloads the whole text through
+//!   [`ToolHooks::store_large_output`](super::ToolHooks::store_large_output) when longer.
+//! - A non-zero exit code makes the result an error that starts with `Exit code N`.
+//! - The context's environment overlay is applied to the process.
+//!
+//! The command-line lexer ([`shell`]) and the read-only classifier ([`readonly`]) live
+//! here because they describe shell commands; the permission rules use them too.
+
+mod process;
+pub mod readonly;
+pub mod shell;
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use self::process::{Capture, Ended, MAX_CAPTURE_BYTES};
+use super::input::{invalid, parse};
+use super::output::{MAX_INLINE_OUTPUT_CHARS, cap, char_boundary_after};
+use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput};
+
+/// The default timeout (2 minutes).
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// The largest timeout a call may ask for (10 minutes).
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// The Bash tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bash;
+
+#[derive(Debug, Deserialize)]
+struct BashInput {
+    command: String,
+    #[serde(default)]
+    timeout: Option<u64>,
+    #[serde(default)]
+    #[allow(dead_code)] // shown to the user by front ends, not used to run
+    description: Option<String>,
+    #[serde(default)]
+    run_in_background: Option<bool>,
+}
+
+impl BashInput {
+    fn parse(input: &Value) -> Result<(Self, Duration), ToolOutput> {
+        let parsed: Self = parse("Bash", input)?;
+        if parsed.command.trim().is_empty() {
+            return Err(invalid("Bash", "command", "must not be empty"));
+        }
+        if parsed.run_in_background == Some(true) {
+            return Err(invalid(
+                "Bash",
+                "run_in_background",
+                "background commands are not supported; run the command in the foreground \
+                 (raise `timeout` up to 600000 ms if it is slow)",
+            ));
+        }
+        let ms = parsed.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+        if ms == 0 || ms > MAX_TIMEOUT_MS {
+            return Err(invalid(
+                "Bash",
+                "timeout",
+                format!("must be between 1 and {MAX_TIMEOUT_MS} milliseconds, got {ms}"),
+            ));
+        }
+        Ok((parsed, Duration::from_millis(ms)))
+    }
+}
+
+const DESCRIPTION: &str = "Runs a bash command and returns its output (stdout, then stderr).\n\
+\n\
+- The working directory persists between calls: `cd` moves it for later commands. Prefer \
+absolute paths.\n\
+- `timeout` is in milliseconds: default 120000 (2 minutes), at most 600000 (10 minutes). On \
+timeout the command and every process it started are killed.\n\
+- Output longer than 30000 characters is cut; the full output is saved to a file whose path \
+the result names.\n\
+- A non-zero exit status makes the result an error that starts with `Exit code N`.\n\
+- Chain dependent commands with `&&`; use `;` only when later commands should run even if \
+earlier ones fail.\n\
+- To find files use Glob, to search contents use Grep, to read files use Read: they are \
+faster and need fewer permissions.\n\
+- `description`: a few words saying what the command does, shown to the user.";
+
+impl Tool for Bash {
+    fn name(&self) -> &'static str {
+        "Bash"
+    }
+
+    fn description(&self) -> &'static str {
+        DESCRIPTION
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command to run"},
+                "timeout": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_MS,
+                    "description": "Timeout in milliseconds (default 120000, max 600000)"
+                },
+                "description": {
+                    "type": "string",
+                    "description": "What the command does, in 5-10 words"
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self, input: &Value) -> bool {
+        input
+            .get("command")
+            .and_then(Value::as_str)
+            .is_some_and(readonly::is_read_only_command)
+    }
+
+    fn permission_subject(&self, input: &Value) -> Option<PermissionSubject> {
+        input
+            .get("command")
+            .and_then(Value::as_str)
+            .map(|c| PermissionSubject::Command(c.to_owned()))
+    }
+
+    fn validate(&self, input: &Value) -> Result<(), ToolOutput> {
+        BashInput::parse(input).map(|_| ())
+    }
+
+    fn call<'a>(&'a self, call: ToolCall, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            match BashInput::parse(&call.input) {
+                Ok((input, timeout)) => run_bash(&call.id, &input.command, timeout, ctx).await,
+                Err(err) => err,
+            }
+        })
+    }
+}
+
+async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
+    let mut notes = Vec::new();
+    let mut cwd = ctx.cwd();
+    if !cwd.is_dir() {
+        notes.push(format!(
+            "[The working directory {} no longer exists; the command ran in the project root \
+             {} instead.]",
+            cwd.display(),
+            ctx.project_root.display()
+        ));
+        cwd = ctx.project_root.clone();
+        ctx.set_cwd(cwd.clone());
+    }
+    let outcome = match process::run(command, &cwd, &ctx.env_overlay(), timeout, &ctx.cancel).await
+    {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            return ToolOutput::error(format!("Could not start bash in {}: {err}", cwd.display()));
+        }
+    };
+    if let Some(dir) = &outcome.final_cwd
+        && *dir != cwd
+    {
+        ctx.set_cwd(dir.clone());
+    }
+
+    let stdout = text_of(&outcome.stdout, "stdout");
+    let stderr = text_of(&outcome.stderr, "stderr");
+    let mut body: Vec<&str> = Vec::new();
+    if !stdout.is_empty() {
+        body.push(&stdout);
+    }
+    if !stderr.is_empty() {
+        body.push(&stderr);
+    }
+    if outcome.stopped_leftovers {
+        notes.push(
+            "[Background processes still holding the command's output were stopped when it \
+             finished.]"
+                .to_owned(),
+        );
+    }
+    let (header, is_error, interrupted, exit_code) = match outcome.ended {
+        Ended::Exited(0) => (None, false, false, Some(0)),
+        Ended::Exited(code) => (Some(format!("Exit code {code}")), true, false, Some(code)),
+        Ended::Signaled(sig) => (
+            Some(format!("Exit code {} (killed by signal {sig})", 128 + sig)),
+            true,
+            false,
+            Some(128 + sig),
+        ),
+        Ended::TimedOut => (
+            Some(format!(
+                "Command timed out after {} ms; it and every process it started were killed.",
+                timeout.as_millis()
+            )),
+            true,
+            false,
+            None,
+        ),
+        Ended::Cancelled => (
+            Some(
+                "Command interrupted by the user; it and every process it started were killed."
+                    .to_owned(),
+            ),
+            true,
+            true,
+            None,
+        ),
+    };
+    let mut parts: Vec<&str> = header.iter().map(String::as_str).collect();
+    parts.extend(body);
+    parts.extend(notes.iter().map(String::as_str));
+    let capped = cap(parts.join("\n"), id, ctx.hooks.as_ref());
+
+    let mut detail = json!({
+        "stdout": clip(&stdout),
+        "stderr": clip(&stderr),
+        "interrupted": interrupted,
+        "isImage": false,
+        "timedOut": outcome.ended == Ended::TimedOut,
+    });
+    if let Some(code) = exit_code {
+        detail["exitCode"] = json!(code);
+    }
+    if let Some(path) = &capped.stored_at {
+        detail["fullOutputPath"] = json!(path);
+    }
+    ToolOutput {
+        content: capped.text,
+        is_error,
+        detail: Some(detail),
+        ..ToolOutput::default()
+    }
+}
+
+/// A captured stream as text: invalid UTF-8 replaced, trailing newlines removed, and a
+/// note when the in-memory bound dropped bytes.
+fn text_of(c: &Capture, stream: &str) -> String {
+    let mut s = String::from_utf8_lossy(&c.bytes).into_owned();
+    let trimmed = s.trim_end_matches(['\n', '\r']).len();
+    s.truncate(trimmed);
+    if c.dropped > 0 {
+        s.push_str(&format!(
+            "\n[{} more bytes of {stream} were discarded: only the first {} MiB are kept.]",
+            c.dropped,
+            MAX_CAPTURE_BYTES / (1024 * 1024)
+        ));
+    }
+    s
+}
+
+/// The transcript detail keeps at most the inline cap of each stream.
+fn clip(s: &str) -> &str {
+    match char_boundary_after(s, MAX_INLINE_OUTPUT_CHARS) {
+        Some(cut) => &s[..cut],
+        None => s,
+    }
+}

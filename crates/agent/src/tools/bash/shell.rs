@@ -1,0 +1,600 @@
+//! Splitting a shell command line into the simple commands it would run.
+//!
+//! Permission rules (`Bash(npm test:*)`) and the plan-mode read-only check must judge
+//! every command a line runs, not the line's first word: `npm test && rm -rf ~` starts
+//! like an allowed command. This is a small, conservative lexer for the bash subset
+//! models write: quotes, escapes, `&&`, `||`, `;`, `|`, `&`, newlines, subshells,
+//! `{ …; }` groups, command substitution (`$(…)`, backticks) and process substitution
+//! (whose inner commands are reported as commands of their own), redirections (output
+//! into a file is flagged), here-documents (their bodies are data, not commands), and
+//! the reserved words that introduce commands (`if`, `then`, `do`, …).
+//!
+//! It is not a full shell parser and does not need to be: anything it cannot classify
+//! (`for` loops, functions, `case`) stays in the command text, where no prefix rule
+//! matches it, so the result is a prompt rather than a wrong "allow".
+
+/// One simple command of a command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// Its source text from the first word on, trimmed (what rules are matched against).
+    pub text: String,
+    /// Its words after quote removal, without redirections (no expansion is done).
+    pub words: Vec<String>,
+    /// How many leading words are variable assignments (`FOO=1 cmd`).
+    pub assignments: usize,
+    /// Whether it redirects output into a file (`>`, `>>`, `&>`; not `/dev/null` and not
+    /// a descriptor such as `2>&1`).
+    pub writes_file: bool,
+}
+
+impl SimpleCommand {
+    /// The text after leading variable assignments (`FOO=1 rm x` → `rm x`).
+    pub fn command_text(&self) -> &str {
+        let mut rest = self.text.as_str();
+        for _ in 0..self.assignments {
+            // Assignments are single words; skip up to the next unquoted whitespace run.
+            rest = skip_word(rest).trim_start();
+        }
+        rest
+    }
+
+    /// The command's name: its first word after assignments.
+    pub fn program(&self) -> Option<&str> {
+        self.words.get(self.assignments).map(String::as_str)
+    }
+
+    /// The words from the program on.
+    pub fn argv(&self) -> &[String] {
+        self.words.get(self.assignments..).unwrap_or(&[])
+    }
+}
+
+/// Splits `line` into the simple commands it runs, including those inside command and
+/// process substitutions and subshells.
+pub fn split_command(line: &str) -> Vec<SimpleCommand> {
+    let mut lexer = Lexer {
+        src: line,
+        pos: 0,
+        heredocs: Vec::new(),
+    };
+    let mut out = Vec::new();
+    lexer.list(&mut out, None);
+    out
+}
+
+/// Reserved words that may open or close a command without being its program.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "time", "{", "}",
+    "esac",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    None,
+    /// The next word is where output goes.
+    Output,
+    /// The next word is a descriptor (`>&2`) or an input file.
+    Ignore,
+    /// The next word is a here-document delimiter (`strip_tabs` for `<<-`).
+    Heredoc {
+        strip_tabs: bool,
+    },
+}
+
+#[derive(Default)]
+struct Word {
+    start: usize,
+    text: String,
+}
+
+struct Cmd {
+    /// Words with the byte offset where each starts.
+    words: Vec<(usize, String)>,
+    /// Where the command's source starts (first byte of anything in it).
+    start: Option<usize>,
+    writes_file: bool,
+    target: Target,
+    /// Where a comment started: the command's text ends there.
+    comment_at: Option<usize>,
+}
+
+impl Cmd {
+    fn new() -> Self {
+        Self {
+            words: Vec::new(),
+            start: None,
+            writes_file: false,
+            target: Target::None,
+            comment_at: None,
+        }
+    }
+}
+
+struct Lexer<'a> {
+    src: &'a str,
+    pos: usize,
+    /// Here-documents whose bodies start after the next newline.
+    heredocs: Vec<(String, bool)>,
+}
+
+impl Lexer<'_> {
+    fn peek(&self) -> Option<char> {
+        self.src[self.pos..].chars().next()
+    }
+
+    fn peek_at(&self, n: usize) -> Option<char> {
+        self.src[self.pos..].chars().nth(n)
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.pos += c.len_utf8();
+        Some(c)
+    }
+
+    /// Parses commands until the end of input or the unquoted `end` character.
+    fn list(&mut self, out: &mut Vec<SimpleCommand>, end: Option<char>) {
+        let mut cmd = Cmd::new();
+        let mut word: Option<Word> = None;
+        while let Some(c) = self.peek() {
+            if Some(c) == end {
+                let at = self.pos;
+                self.bump();
+                self.finish_word(&mut cmd, &mut word);
+                self.finish_cmd(out, &mut cmd, at);
+                return;
+            }
+            match c {
+                ' ' | '\t' => {
+                    self.bump();
+                    self.finish_word(&mut cmd, &mut word);
+                }
+                '\n' | ';' => {
+                    let at = self.pos;
+                    self.bump();
+                    if c == ';' && self.peek() == Some(';') {
+                        self.bump(); // `;;` in case arms
+                    }
+                    self.finish_word(&mut cmd, &mut word);
+                    self.finish_cmd(out, &mut cmd, at);
+                    if c == '\n' {
+                        self.skip_heredoc_bodies();
+                    }
+                }
+                '|' => {
+                    let at = self.pos;
+                    self.bump();
+                    if matches!(self.peek(), Some('|' | '&')) {
+                        self.bump();
+                    }
+                    self.finish_word(&mut cmd, &mut word);
+                    self.finish_cmd(out, &mut cmd, at);
+                }
+                '&' if self.peek_at(1) == Some('>') => {
+                    // `&>file` / `&>>file`: stdout and stderr into a file.
+                    self.finish_word(&mut cmd, &mut word);
+                    cmd.start.get_or_insert(self.pos);
+                    self.bump();
+                    self.bump();
+                    if self.peek() == Some('>') {
+                        self.bump();
+                    }
+                    cmd.target = Target::Output;
+                }
+                '&' => {
+                    let at = self.pos;
+                    self.bump();
+                    if self.peek() == Some('&') {
+                        self.bump();
+                    }
+                    self.finish_word(&mut cmd, &mut word);
+                    self.finish_cmd(out, &mut cmd, at);
+                }
+                '<' | '>' if self.peek_at(1) == Some('(') => {
+                    // Process substitution: its commands run too.
+                    let w = word.get_or_insert_with(|| Word {
+                        start: self.pos,
+                        text: String::new(),
+                    });
+                    let from = self.pos;
+                    self.bump();
+                    self.bump();
+                    self.list(out, Some(')'));
+                    w.text.push_str(&self.src[from..self.pos]);
+                }
+                '>' | '<' => self.redirect(&mut cmd, &mut word, c),
+                '#' if word.is_none() => {
+                    cmd.comment_at.get_or_insert(self.pos);
+                    while let Some(c) = self.peek() {
+                        if c == '\n' {
+                            break;
+                        }
+                        self.bump();
+                    }
+                }
+                '(' if word.is_none() && cmd.words.is_empty() => {
+                    // A subshell: its commands are commands of the line.
+                    self.bump();
+                    self.list(out, Some(')'));
+                }
+                ')' => {
+                    // Unbalanced (or a `case` pattern): a separator, conservatively.
+                    let at = self.pos;
+                    self.bump();
+                    self.finish_word(&mut cmd, &mut word);
+                    self.finish_cmd(out, &mut cmd, at);
+                }
+                '\'' => {
+                    let w = word.get_or_insert_with(|| Word {
+                        start: self.pos,
+                        text: String::new(),
+                    });
+                    self.bump();
+                    while let Some(c) = self.bump() {
+                        if c == '\'' {
+                            break;
+                        }
+                        w.text.push(c);
+                    }
+                }
+                '"' => {
+                    let start = self.pos;
+                    let mut w = word.take().unwrap_or(Word {
+                        start,
+                        text: String::new(),
+                    });
+                    self.bump();
+                    self.double_quoted(out, &mut w);
+                    word = Some(w);
+                }
+                '\\' => {
+                    let start = self.pos;
+                    self.bump();
+                    match self.bump() {
+                        Some('\n') | None => {} // line continuation
+                        Some(c) => word
+                            .get_or_insert_with(|| Word {
+                                start,
+                                text: String::new(),
+                            })
+                            .text
+                            .push(c),
+                    }
+                }
+                '`' | '$' => {
+                    let start = self.pos;
+                    let mut w = word.take().unwrap_or(Word {
+                        start,
+                        text: String::new(),
+                    });
+                    self.dollar_or_backtick(out, &mut w);
+                    word = Some(w);
+                }
+                _ => {
+                    let start = self.pos;
+                    self.bump();
+                    word.get_or_insert_with(|| Word {
+                        start,
+                        text: String::new(),
+                    })
+                    .text
+                    .push(c);
+                }
+            }
+        }
+        let at = self.pos;
+        self.finish_word(&mut cmd, &mut word);
+        self.finish_cmd(out, &mut cmd, at);
+    }
+
+    /// The inside of `"…"` (the opening quote consumed): escapes and substitutions.
+    fn double_quoted(&mut self, out: &mut Vec<SimpleCommand>, w: &mut Word) {
+        while let Some(c) = self.peek() {
+            match c {
+                '"' => {
+                    self.bump();
+                    return;
+                }
+                '\\' => {
+                    self.bump();
+                    if let Some(c) = self.bump() {
+                        if !matches!(c, '"' | '\\' | '$' | '`' | '\n') {
+                            w.text.push('\\');
+                        }
+                        if c != '\n' {
+                            w.text.push(c);
+                        }
+                    }
+                }
+                '`' | '$' => self.dollar_or_backtick(out, w),
+                _ => {
+                    self.bump();
+                    w.text.push(c);
+                }
+            }
+        }
+    }
+
+    /// `$(…)`, `$((…))`, `${…}`, `` `…` `` or a plain `$`: substitutions' commands are
+    /// reported; the word keeps the raw text.
+    fn dollar_or_backtick(&mut self, out: &mut Vec<SimpleCommand>, w: &mut Word) {
+        let from = self.pos;
+        if self.peek() == Some('`') {
+            self.bump();
+            self.list(out, Some('`'));
+        } else if self.peek_at(1) == Some('(') && self.peek_at(2) == Some('(') {
+            // Arithmetic: no commands inside; skip to the balancing `))`.
+            self.bump();
+            self.skip_balanced('(', ')');
+        } else if self.peek_at(1) == Some('(') {
+            self.bump();
+            self.bump();
+            self.list(out, Some(')'));
+        } else if self.peek_at(1) == Some('{') {
+            self.bump();
+            self.skip_balanced('{', '}');
+        } else {
+            self.bump();
+        }
+        w.text.push_str(&self.src[from..self.pos]);
+    }
+
+    /// Skips from an `open` character to its balancing `close`.
+    fn skip_balanced(&mut self, open: char, close: char) {
+        let mut depth = 0usize;
+        while let Some(c) = self.bump() {
+            if c == open {
+                depth += 1;
+            } else if c == close {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn redirect(&mut self, cmd: &mut Cmd, word: &mut Option<Word>, c: char) {
+        // A word of digits right before the operator is a descriptor number (`2>`).
+        let fd_prefix = word
+            .as_ref()
+            .is_some_and(|w| !w.text.is_empty() && w.text.chars().all(|c| c.is_ascii_digit()));
+        if fd_prefix {
+            if let Some(w) = word.take() {
+                cmd.start.get_or_insert(w.start);
+            }
+        } else {
+            self.finish_word(cmd, word);
+        }
+        cmd.start.get_or_insert(self.pos);
+        self.bump();
+        if c == '>' {
+            if matches!(self.peek(), Some('>' | '|')) {
+                self.bump();
+            }
+            if self.peek() == Some('&') {
+                self.bump();
+                cmd.target = Target::Ignore; // `>&2`: a descriptor
+            } else {
+                cmd.target = Target::Output;
+            }
+        } else if self.peek() == Some('<') {
+            self.bump();
+            match self.peek() {
+                Some('<') => {
+                    self.bump(); // `<<<` here-string
+                    cmd.target = Target::Ignore;
+                }
+                Some('-') => {
+                    self.bump();
+                    cmd.target = Target::Heredoc { strip_tabs: true };
+                }
+                _ => cmd.target = Target::Heredoc { strip_tabs: false },
+            }
+        } else {
+            if matches!(self.peek(), Some('&' | '>')) {
+                self.bump(); // `<&0`, `<>`
+            }
+            cmd.target = Target::Ignore;
+        }
+    }
+
+    fn finish_word(&mut self, cmd: &mut Cmd, word: &mut Option<Word>) {
+        let Some(w) = word.take() else { return };
+        cmd.start.get_or_insert(w.start);
+        match std::mem::replace(&mut cmd.target, Target::None) {
+            Target::None => cmd.words.push((w.start, w.text)),
+            Target::Output => {
+                if w.text != "/dev/null" {
+                    cmd.writes_file = true;
+                }
+            }
+            Target::Ignore => {}
+            Target::Heredoc { strip_tabs } => self.heredocs.push((w.text, strip_tabs)),
+        }
+    }
+
+    fn finish_cmd(&mut self, out: &mut Vec<SimpleCommand>, cmd: &mut Cmd, end: usize) {
+        let cmd = std::mem::replace(cmd, Cmd::new());
+        let end = cmd.comment_at.map_or(end, |c| c.min(end));
+        if cmd.target == Target::Output {
+            cmd_writes_anyway(out, &cmd, self.src, end);
+            return;
+        }
+        let skip = cmd
+            .words
+            .iter()
+            .take_while(|(_, w)| RESERVED.contains(&w.as_str()))
+            .count();
+        let words: Vec<(usize, String)> = cmd.words.into_iter().skip(skip).collect();
+        let text_start = match words.first() {
+            Some((start, _)) => *start,
+            None if cmd.writes_file => cmd.start.unwrap_or(end),
+            None => return,
+        };
+        let text = self.src[text_start.min(end)..end].trim().to_owned();
+        let assignments = words.iter().take_while(|(_, w)| is_assignment(w)).count();
+        out.push(SimpleCommand {
+            text,
+            words: words.into_iter().map(|(_, w)| w).collect(),
+            assignments,
+            writes_file: cmd.writes_file,
+        });
+    }
+
+    /// After a newline: the bodies of pending here-documents are data; skip them.
+    fn skip_heredoc_bodies(&mut self) {
+        for (delim, strip_tabs) in std::mem::take(&mut self.heredocs) {
+            while self.pos < self.src.len() {
+                let rest = &self.src[self.pos..];
+                let line_end = rest.find('\n').map_or(rest.len(), |i| i + 1);
+                let line = rest[..line_end].trim_end_matches('\n');
+                self.pos += line_end;
+                let line = if strip_tabs {
+                    line.trim_start_matches('\t')
+                } else {
+                    line
+                };
+                if line == delim {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A command that ended right after an output operator (`echo >`): a syntax error in
+/// bash, but report it as writing so no rule treats it as harmless.
+fn cmd_writes_anyway(out: &mut Vec<SimpleCommand>, cmd: &Cmd, src: &str, end: usize) {
+    let start = cmd.start.unwrap_or(end).min(end);
+    out.push(SimpleCommand {
+        text: src[start..end].trim().to_owned(),
+        words: cmd.words.iter().map(|(_, w)| w.clone()).collect(),
+        assignments: 0,
+        writes_file: true,
+    });
+}
+
+/// `NAME=value` with a valid shell name.
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            let mut chars = name.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+/// Skips one shell word (respecting quotes and escapes) at the start of `s`.
+fn skip_word(s: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (quote, c) {
+            (_, '\\') if quote != Some('\'') => escaped = true,
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => return &s[i..],
+            _ => {}
+        }
+    }
+    ""
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(line: &str) -> Vec<String> {
+        split_command(line).into_iter().map(|c| c.text).collect()
+    }
+
+    #[test]
+    fn splits_on_every_operator() {
+        assert_eq!(
+            texts("a 1 && b 2 || c; d | e & f\ng"),
+            ["a 1", "b 2", "c", "d", "e", "f", "g"]
+        );
+    }
+
+    #[test]
+    fn quotes_hide_operators() {
+        let cmds = split_command(r#"echo "a && b" 'c; d' e\;f"#);
+        assert_eq!(cmds.len(), 1);
+        assert_eq!(cmds[0].words, ["echo", "a && b", "c; d", "e;f"]);
+    }
+
+    #[test]
+    fn substitutions_are_commands_too() {
+        let t = texts("echo $(rm -rf x) \"`touch y`\" <(cat z)");
+        assert!(t.contains(&"rm -rf x".to_owned()), "{t:?}");
+        assert!(t.contains(&"touch y".to_owned()), "{t:?}");
+        assert!(t.contains(&"cat z".to_owned()), "{t:?}");
+        assert!(t.iter().any(|c| c.starts_with("echo $(rm -rf x)")), "{t:?}");
+    }
+
+    #[test]
+    fn arithmetic_and_parameter_expansion_are_not_commands() {
+        assert_eq!(
+            texts("echo $((1+2)) ${X:-a b}"),
+            ["echo $((1+2)) ${X:-a b}"]
+        );
+    }
+
+    #[test]
+    fn subshells_and_groups_and_keywords_are_unwrapped() {
+        assert_eq!(texts("(cd a && make)"), ["cd a", "make"]);
+        assert_eq!(texts("{ ls; pwd; }"), ["ls", "pwd"]);
+        assert_eq!(texts("if test -f x; then rm x; fi"), ["test -f x", "rm x"]);
+    }
+
+    #[test]
+    fn output_redirection_into_a_file_is_flagged() {
+        let c = &split_command("echo hi > out.txt")[0];
+        assert!(c.writes_file);
+        assert_eq!(c.words, ["echo", "hi"]);
+        assert!(split_command("echo hi>>log")[0].writes_file);
+        assert!(split_command("make &> build.log")[0].writes_file);
+        assert!(!split_command("ls 2>&1")[0].writes_file);
+        assert!(!split_command("ls 2>/dev/null >&2")[0].writes_file);
+        assert!(!split_command("wc -l < in.txt")[0].writes_file);
+        assert_eq!(split_command("ls 2>&1")[0].words, ["ls"]);
+    }
+
+    #[test]
+    fn heredoc_bodies_are_not_commands() {
+        let t = texts("cat <<'EOF' > f.txt\nrm -rf /\nEOF\necho done");
+        assert_eq!(t.len(), 2, "{t:?}");
+        assert!(t[0].starts_with("cat"));
+        assert_eq!(t[1], "echo done");
+        assert!(split_command("cat <<EOF > f\nx\nEOF")[0].writes_file);
+    }
+
+    #[test]
+    fn comments_are_ignored() {
+        assert_eq!(texts("ls # && rm x"), ["ls"]);
+        assert_eq!(texts("echo a#b"), ["echo a#b"]);
+    }
+
+    #[test]
+    fn assignments_are_counted_and_skippable() {
+        let c = &split_command("FOO=1 BAR='a b' rm -rf x")[0];
+        assert_eq!(c.assignments, 2);
+        assert_eq!(c.program(), Some("rm"));
+        assert_eq!(c.command_text(), "rm -rf x");
+    }
+
+    #[test]
+    fn empty_and_blank_lines_have_no_commands() {
+        assert!(split_command("").is_empty());
+        assert!(split_command("  ;\n ").is_empty());
+    }
+}
