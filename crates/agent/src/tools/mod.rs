@@ -243,8 +243,10 @@ impl ToolContext {
 /// The session services tools call into. The query loop provides the real ones (file
 /// history, transcript side files, the app store's todos); tests provide recorders.
 pub trait ToolHooks: Send + Sync {
-    /// Called before a tool first modifies `path` in the current turn, so the file can be
-    /// backed up for rewind. An error aborts the edit (nothing is lost unrecorded).
+    /// Called once by every Write/Edit call, after its checks passed and before `path`
+    /// changes (also when `path` does not exist yet), so the file can be backed up for
+    /// rewind. The implementation keeps only the first backup of a file per turn. An
+    /// error aborts the edit (nothing is lost unrecorded).
     fn before_edit(&self, path: &Path) -> Result<(), String>;
 
     /// Stores a tool output too large for the transcript; returns where it went, for the
