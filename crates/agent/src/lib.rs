@@ -11,8 +11,11 @@
 //! - [`permissions`]: permission modes, rules and decisions for tool calls.
 //! - [`context`]: the tool-use context and sub-agent isolation (SA-1 … SA-7).
 //! - [`query`]: the query loop.
+//! - [`engine`]: a session at work: opening or resuming it, running prompts through the
+//!   query loop, control requests, closing it. What the CLI and SDK clients drive.
 
 pub mod context;
+pub mod engine;
 pub mod permissions;
 pub mod provider;
 pub mod query;
