@@ -10,8 +10,9 @@
 //! the provider (the headless `init` line, the UI) labels the session as a replay.
 //!
 //! Reading a transcript (reference agent or strata format):
-//! - only `assistant` lines count; sub-agent lines (`isSidechain: true`), lines the client
-//!   made up (model `<synthetic>`) and API-error lines are skipped;
+//! - only `assistant` lines count; lines the client made up (model `<synthetic>`) and
+//!   API-error lines are skipped, and so are sub-agent lines (`isSidechain: true`) unless
+//!   the file holds nothing else (a sub-agent's own transcript replays its responses);
 //! - lines are grouped by `message.id` in file order (one response is written as one line
 //!   per content block); a line repeated with the same `uuid` is read once;
 //! - a response's blocks keep file order; its usage is the largest recorded (older writers
@@ -58,7 +59,10 @@ impl ReplayProvider {
     /// it in messages (e.g. `demo` for a session built into the binary).
     pub fn from_bytes(source: impl Into<String>, bytes: &[u8]) -> Result<Self, ProviderError> {
         let source = source.into();
-        let (responses, skipped_lines) = read_responses(bytes);
+        let (mut responses, skipped_lines) = read_responses(bytes, false);
+        if responses.is_empty() {
+            (responses, _) = read_responses(bytes, true);
+        }
         if responses.is_empty() {
             return Err(ProviderError::Replay(format!(
                 "{source} holds no recorded model responses (no assistant lines{}); \
@@ -225,8 +229,9 @@ pub(crate) fn message_events(message: &AssistantMessage) -> Vec<StreamEvent> {
     events
 }
 
-/// The recorded responses of a transcript and the number of unreadable lines.
-fn read_responses(bytes: &[u8]) -> (Vec<AssistantMessage>, usize) {
+/// The recorded responses of a transcript (of the sub-agent lines when `sidechain`, else
+/// of the others) and the number of unreadable lines.
+fn read_responses(bytes: &[u8], sidechain: bool) -> (Vec<AssistantMessage>, usize) {
     let mut responses: Vec<AssistantMessage> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
     let mut seen_uuids: HashSet<String> = HashSet::new();
@@ -250,7 +255,7 @@ fn read_responses(bytes: &[u8]) -> (Vec<AssistantMessage>, usize) {
                 continue;
             }
         };
-        if entry.envelope.is_sidechain
+        if entry.envelope.is_sidechain != sidechain
             || entry.message.is_synthetic()
             || entry.is_api_error_message == Some(true)
         {

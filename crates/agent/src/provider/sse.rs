@@ -66,6 +66,10 @@ impl SseParser {
             let rest = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&head).to_vec();
             return self.feed(&rest, out);
         }
+        if chunk.is_empty() {
+            // Keep `after_cr` for the next chunk that has bytes.
+            return;
+        }
         if self.after_cr {
             self.after_cr = false;
             if let Some(rest) = chunk.strip_prefix(b"\n") {
@@ -207,6 +211,14 @@ mod tests {
         // after it is not cut off by a phantom blank line.
         let out = parse_all(&[b"data: x\r", b"\ndata: y\r", b"\n\r\n"]);
         assert_eq!(out, vec![ev(None, "x\ny")]);
+    }
+
+    #[test]
+    fn empty_chunk_between_cr_and_lf_does_not_split_the_line_end() {
+        // Regression (found by the chunking property): an empty read between the CR and
+        // the LF of one CRLF made the LF a blank line, which dropped the event's name.
+        let out = parse_all(&[b"event: e\r", b"", b"\ndata: d\r\n\r\n"]);
+        assert_eq!(out, vec![ev(Some("e"), "d")]);
     }
 
     #[test]
