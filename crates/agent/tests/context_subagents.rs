@@ -9,10 +9,10 @@ use std::time::Duration;
 use strata_agent::context::{
     DenialCounters, NoopCallbacks, SubagentOptions, ToolUseContext, create_subagent_context,
 };
+use strata_agent::tools::{NoHooks, ReadStamp, ToolContext};
 use strata_state::tasks::{LocalAgent, StopAction, TaskId, TaskKind, TaskState, TaskStatus};
 use strata_state::{AppState, RuntimeFacts, default_app_state};
 use strata_store::Store;
-use tokio_util::sync::CancellationToken;
 
 /// Depth 1 … 5: sync, async, sync, async, sync. A synchronous agent opts into sharing its
 /// parent's setter; an asynchronous one does not.
@@ -37,7 +37,8 @@ fn tree(root: &ToolUseContext) -> Vec<ToolUseContext> {
 
 fn root_context() -> (Store<AppState>, ToolUseContext) {
     let store = Store::new(default_app_state(RuntimeFacts::default()));
-    let root = ToolUseContext::root(&store, CancellationToken::new(), Arc::new(NoopCallbacks));
+    let tools = ToolContext::new(std::env::temp_dir(), Arc::new(NoHooks));
+    let root = ToolUseContext::root(&store, tools, Arc::new(NoopCallbacks));
     (store, root)
 }
 
@@ -223,12 +224,13 @@ async fn sa4_async_agents_and_their_sync_children_never_prompt() {
 #[tokio::test]
 async fn sa6_isolated_agents_count_their_own_denials_and_copy_read_state() {
     let (store, root) = root_context();
-    root.read_file_state.record(
+    root.tools.set_cwd("/p/sub".into());
+    root.tools.set_env("FROM_ROOT", "1");
+    root.tools.record_read(
         "/p/a.rs".into(),
-        strata_agent::context::FileReadRecord {
-            mtime_ms: 1,
-            offset: None,
-            limit: None,
+        ReadStamp {
+            modified: None,
+            len: 3,
         },
     );
     root.discovered_skills.insert("pdf");
@@ -254,21 +256,34 @@ async fn sa6_isolated_agents_count_their_own_denials_and_copy_read_state() {
     );
 
     // Read-file state is copied, not shared; sets are fresh.
+    let stamp = ReadStamp {
+        modified: None,
+        len: 3,
+    };
+    assert_eq!(
+        async_agent.tools.read_files().get("/p/a.rs".as_ref()),
+        Some(stamp)
+    );
+    async_agent.tools.record_read("/p/b.rs".into(), stamp);
     assert!(
-        async_agent
-            .read_file_state
-            .get("/p/a.rs".as_ref())
-            .is_some()
+        root.tools.read_files().get("/p/b.rs".as_ref()).is_none(),
+        "copied, not shared"
     );
-    async_agent.read_file_state.record(
-        "/p/b.rs".into(),
-        strata_agent::context::FileReadRecord {
-            mtime_ms: 2,
-            offset: None,
-            limit: None,
-        },
+    assert_eq!(
+        async_agent.tools.cwd(),
+        std::path::PathBuf::from("/p/sub"),
+        "starts where the parent is"
     );
-    assert!(root.read_file_state.get("/p/b.rs".as_ref()).is_none());
+    async_agent.tools.set_cwd("/elsewhere".into());
+    assert_eq!(
+        root.tools.cwd(),
+        std::path::PathBuf::from("/p/sub"),
+        "a sub-agent's cd stays its own"
+    );
+    assert_eq!(
+        async_agent.tools.env_overlay(),
+        [("FROM_ROOT".to_string(), "1".to_string())]
+    );
     assert!(async_agent.discovered_skills.is_empty());
     assert!(root.discovered_skills.contains("pdf"));
 }

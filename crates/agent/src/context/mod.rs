@@ -12,7 +12,8 @@
 //! | tasks setter | the root store's, at any depth (SA-3) |
 //! | state reader | async: the parent's with `should_avoid_permission_prompts` injected; sync: the parent's (SA-4) |
 //! | cancellation | a child token (cancelled with its parent, never the reverse), unless `share_abort_controller` (SA-5) |
-//! | read-file and content-replacement state | deep copies (SA-6) |
+//! | tool context: read-file state, working directory | copies (SA-6) |
+//! | content-replacement state | a deep copy (SA-6) |
 //! | nested-memory and skill sets | fresh, empty (SA-6) |
 //! | denial tracking | its own counters when its setter is a no-op (SA-6) |
 //! | UI callbacks | no-ops (SA-7) |
@@ -29,6 +30,8 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::tools::ToolContext;
 
 use smol_str::SmolStr;
 use strata_state::{AppState, DenialTracking};
@@ -77,50 +80,6 @@ impl fmt::Debug for StateWriter {
             StateWriter::Store(_) => "StateWriter::Store",
             StateWriter::Ignore => "StateWriter::Ignore",
         })
-    }
-}
-
-/// What a file looked like when the agent read it, so an edit can tell whether the file
-/// changed on disk since.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileReadRecord {
-    /// The file's modification time, in ms since the epoch.
-    pub mtime_ms: u64,
-    /// The first line read (1-based), when only part was read.
-    pub offset: Option<u64>,
-    /// How many lines were read, when only part was read.
-    pub limit: Option<u64>,
-}
-
-/// Files this agent has read. Cloning the handle shares it; [`ReadFileState::deep_copy`]
-/// makes an independent copy (what a sub-agent gets).
-#[derive(Clone, Debug, Default)]
-pub struct ReadFileState(Arc<Mutex<HashMap<PathBuf, FileReadRecord>>>);
-
-impl ReadFileState {
-    /// Records a read of `path`.
-    pub fn record(&self, path: PathBuf, record: FileReadRecord) {
-        lock(&self.0).insert(path, record);
-    }
-
-    /// The last read of `path`.
-    pub fn get(&self, path: &std::path::Path) -> Option<FileReadRecord> {
-        lock(&self.0).get(path).cloned()
-    }
-
-    /// An independent copy: later reads in either do not show in the other.
-    pub fn deep_copy(&self) -> Self {
-        Self(Arc::new(Mutex::new(lock(&self.0).clone())))
-    }
-
-    /// The number of files recorded.
-    pub fn len(&self) -> usize {
-        lock(&self.0).len()
-    }
-
-    /// True when nothing was read.
-    pub fn is_empty(&self) -> bool {
-        lock(&self.0).is_empty()
     }
 }
 
@@ -201,10 +160,11 @@ pub struct ToolUseContext {
     pub set_app_state: StateWriter,
     /// The root store's setter, for registering and updating background tasks (SA-3).
     pub set_app_state_for_tasks: Setter<AppState>,
-    /// Cancelled when this agent must stop (SA-5).
+    /// Cancelled when this agent must stop (SA-5). The same token as `tools.cancel`.
     pub cancel: CancellationToken,
-    /// Files read by this agent (SA-6).
-    pub read_file_state: ReadFileState,
+    /// What this agent's tools touch: working directory, files read (SA-6), environment
+    /// overlay, session hooks.
+    pub tools: ToolContext,
     /// Tool results replaced by references (SA-6).
     pub content_replacements: ContentReplacements,
     /// Nested memory files already attached (SA-6: fresh per sub-agent).
@@ -221,10 +181,11 @@ pub struct ToolUseContext {
 
 impl ToolUseContext {
     /// The main agent's context over the root `store`: it reads and writes the root,
-    /// its denial counters live in the app state, and `callbacks` drive the UI.
+    /// its denial counters live in the app state, its tools use `tools` (whose
+    /// cancellation is the agent's), and `callbacks` drive the UI.
     pub fn root(
         store: &Store<AppState>,
-        cancel: CancellationToken,
+        tools: ToolContext,
         callbacks: Arc<dyn ContextCallbacks>,
     ) -> Self {
         let reader = store.clone();
@@ -232,8 +193,8 @@ impl ToolUseContext {
             get_app_state: Arc::new(move || reader.get()),
             set_app_state: StateWriter::Store(store.setter()),
             set_app_state_for_tasks: store.setter(),
-            cancel,
-            read_file_state: ReadFileState::default(),
+            cancel: tools.cancel.clone(),
+            tools,
             content_replacements: ContentReplacements::default(),
             loaded_nested_memory: SharedSet::default(),
             discovered_skills: SharedSet::default(),

@@ -2,6 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::tools::ToolContext;
+
 use smol_str::SmolStr;
 use strata_state::{AppState, DenialTracking, ToolPermissionContext};
 
@@ -32,12 +34,13 @@ pub struct SubagentOptions {
 /// ```
 /// use std::sync::Arc;
 /// use strata_agent::context::{create_subagent_context, NoopCallbacks, SubagentOptions, ToolUseContext};
+/// use strata_agent::tools::{NoHooks, ToolContext};
 /// use strata_state::{default_app_state, RuntimeFacts};
 /// use strata_store::Store;
-/// use tokio_util::sync::CancellationToken;
 ///
 /// let store = Store::new(default_app_state(RuntimeFacts::default()));
-/// let root = ToolUseContext::root(&store, CancellationToken::new(), Arc::new(NoopCallbacks));
+/// let tools = ToolContext::new("/tmp/project", Arc::new(NoHooks));
+/// let root = ToolUseContext::root(&store, tools, Arc::new(NoopCallbacks));
 /// let child = create_subagent_context(&root, SubagentOptions {
 ///     agent_id: "a1".into(), is_async: true, ..Default::default()
 /// });
@@ -70,12 +73,20 @@ pub fn create_subagent_context(
     } else {
         parent.cancel.child_token()
     };
+    // The tools see a copy of what the parent read, and their own working directory
+    // starting where the parent's is: neither can move the other's.
+    let tools = ToolContext {
+        cwd: Arc::new(Mutex::new(parent.tools.cwd())),
+        cancel: cancel.clone(),
+        read_files: Arc::new(Mutex::new(parent.tools.read_files())),
+        ..parent.tools.clone()
+    };
     ToolUseContext {
         get_app_state,
         set_app_state,
         set_app_state_for_tasks: parent.set_app_state_for_tasks.clone(),
         cancel,
-        read_file_state: parent.read_file_state.deep_copy(),
+        tools,
         content_replacements: parent.content_replacements.deep_copy(),
         loaded_nested_memory: SharedSet::default(),
         discovered_skills: SharedSet::default(),

@@ -230,6 +230,11 @@ impl ToolContext {
         lock(&self.read_files).clone()
     }
 
+    /// Records that `path` was read (or written) and is now at `stamp`.
+    pub fn record_read(&self, path: PathBuf, stamp: ReadStamp) {
+        lock(&self.read_files).record(path, stamp);
+    }
+
     /// Resolves `path` against the working directory when it is relative.
     pub fn resolve(&self, path: &Path) -> PathBuf {
         if path.is_absolute() {
@@ -261,6 +266,24 @@ pub trait ToolHooks: Send + Sync {
     fn todos(&self) -> Value {
         Value::Array(Vec::new())
     }
+}
+
+/// Hooks for tools used outside a session (examples, sub-systems without a transcript):
+/// no file history is kept, large outputs cannot be stored aside (the tool keeps a
+/// truncated copy inline and says so), and todo lists are dropped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoHooks;
+
+impl ToolHooks for NoHooks {
+    fn before_edit(&self, _path: &Path) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn store_large_output(&self, _tool_use_id: &str, _content: &str) -> Result<PathBuf, String> {
+        Err("this run has no session to store large outputs in".into())
+    }
+
+    fn set_todos(&self, _todos: Value) {}
 }
 
 /// The default tool set, in the order the model is told about them.
