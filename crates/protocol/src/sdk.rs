@@ -38,8 +38,9 @@ pub enum SdkMessage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "subtype", rename_all = "snake_case")]
 pub enum SystemMessage {
-    /// The first line of a run: what the session is and can do.
-    Init(InitMessage),
+    /// The first line of a run: what the session is and can do (boxed: it is much
+    /// larger than a status line).
+    Init(Box<InitMessage>),
     /// The permission mode changed (FX-1's SDK status stream: the raw mode).
     Status(StatusMessage),
 }
