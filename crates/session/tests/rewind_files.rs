@@ -161,3 +161,26 @@ fn an_unknown_message_is_a_clear_error() {
     ));
     assert!(err.to_string().contains("not-a-prompt"));
 }
+
+#[test]
+fn a_file_edited_through_a_symlink_is_restored_behind_the_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path().join("proj");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let (real, link) = (cwd.join("real.txt"), cwd.join("link.txt"));
+    std::fs::write(&real, "before\n").unwrap();
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let layout = SessionLayout::new(&tmp.path().join("config"), &cwd, "s");
+    let mut fh = FileHistory::new(&layout, &cwd);
+    fh.make_snapshot("u1").unwrap();
+    fh.track_edit(&link, "m1").unwrap();
+    std::fs::write(&link, "after\n").unwrap();
+    fh.rewind("u1", false).unwrap();
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(read(&real).unwrap(), "before\n");
+}

@@ -198,6 +198,16 @@ fn apply(p: &Planned) -> Result<(), FileHistoryError> {
             _ => Ok(()),
         };
     };
+    // A symlink stays a symlink: the file it points to gets the contents (as an edit
+    // through the link changed that file, not the link).
+    let resolved;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            resolved = std::fs::canonicalize(path).map_err(err)?;
+            &resolved
+        }
+        _ => path,
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(err)?;
     // Keep the permissions the file has now; a recreated file gets the backup's.
