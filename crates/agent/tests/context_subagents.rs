@@ -240,9 +240,9 @@ async fn sa6_isolated_agents_count_their_own_denials_and_copy_read_state() {
     assert!(matches!(async_agent.denials, DenialCounters::Local(_)));
     async_agent.record_permission_outcome(true);
     async_agent.record_permission_outcome(true);
-    assert_eq!(async_agent.denial_tracking().consecutive_denials, 2);
+    assert_eq!(async_agent.denial_tracking().consecutive, 2);
     assert_eq!(
-        store.get().denial_tracking.total_denials,
+        store.get().denial_tracking.total,
         0,
         "the root's counters are untouched"
     );
@@ -250,7 +250,7 @@ async fn sa6_isolated_agents_count_their_own_denials_and_copy_read_state() {
     let sync_agent = &chain[1];
     sync_agent.record_permission_outcome(true);
     assert_eq!(
-        store.get().denial_tracking.total_denials,
+        store.get().denial_tracking.total,
         1,
         "a shared setter counts in the app state"
     );

@@ -201,6 +201,7 @@ pub fn default_app_state(facts: RuntimeFacts) -> AppState {
         standalone_agent: None,
         is_ultraplan_mode: false,
         messages: Default::default(),
+        in_progress_tool_use_ids: Default::default(),
         runtime: Default::default(),
     }
 }

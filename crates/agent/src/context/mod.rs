@@ -220,7 +220,13 @@ impl ToolUseContext {
     /// Records a permission decision in this agent's counters: a denial, or an allowed
     /// use that ends a run of denials.
     pub fn record_permission_outcome(&self, denied: bool) {
-        let next = |t: DenialTracking| if denied { t.denied() } else { t.allowed() };
+        let next = |t: DenialTracking| {
+            if denied {
+                t.record_denial()
+            } else {
+                t.record_allowed()
+            }
+        };
         match &self.denials {
             DenialCounters::AppState => {
                 self.set_app_state.apply(|prev| {

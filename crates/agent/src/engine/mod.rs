@@ -9,18 +9,32 @@
 //! there is one (an interactive user, an SDK client that answers `can_use_tool`);
 //! without one, a call that would need a prompt is denied and reported.
 
+pub(crate) mod cost;
+pub(crate) mod hooks;
+mod open;
+pub(crate) mod record;
+
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
+use smol_str::SmolStr;
+use strata_bootstrap::Bootstrap;
+use strata_config::GlobalConfigFile;
 use strata_protocol::message::Message;
+use strata_protocol::permission::PermissionMode;
 use strata_protocol::sdk::{InitMessage, PermissionResult, ResultMessage, SdkMessage};
+use strata_session::file_history::FileHistory;
+use strata_state::{AppRoot, AppState};
+use strata_store::Store;
 use tokio_util::sync::CancellationToken;
 
-use crate::permissions::PermissionLaunch;
+use self::record::Recorder;
+use crate::permissions::{PermissionContext, PermissionLaunch, check_mode_change};
 use crate::provider::Provider;
+use crate::tools::{ToolContext, ToolRegistry};
 
 /// Where the session's messages go (one call per output line).
 pub trait EventSink: Send + Sync {
@@ -102,57 +116,222 @@ pub enum OpenError {
     Other(String),
 }
 
-/// One session at work. Not built yet: being written.
+/// One session at work.
+///
+/// Made by [`Engine::open`]; cheap to share behind an `Arc` (control requests arrive on
+/// another task while a prompt runs). Exactly one engine can be open per process: it owns
+/// the session's root store (UI-5).
 pub struct Engine {
-    _private: (),
+    inner: Arc<Inner>,
+}
+
+/// Everything an open session holds.
+pub(crate) struct Inner {
+    pub(crate) session_id: String,
+    /// Held for its lifetime: while it lives, this session's root store is the only one
+    /// (UI-5); dropping it ends the root.
+    pub(crate) _root: AppRoot,
+    pub(crate) store: Store<AppState>,
+    pub(crate) bootstrap: &'static Bootstrap,
+    pub(crate) provider: Arc<dyn Provider>,
+    /// The model when the app state names none (settings, then the provider's default).
+    pub(crate) default_model: Option<String>,
+    pub(crate) tools: ToolRegistry,
+    /// The tools' context; each turn clones it with the turn's cancellation.
+    pub(crate) tool_context: ToolContext,
+    /// Rules, directories and bypass availability from the launch; the mode is read from
+    /// the app state at each check (the store is the authority).
+    pub(crate) permissions: PermissionContext,
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) file_history: Arc<Mutex<FileHistory>>,
+    /// The uuid of the prompt being answered (file-history snapshots are per prompt).
+    pub(crate) prompt_uuid: Arc<Mutex<String>>,
+    pub(crate) events: Arc<dyn EventSink>,
+    pub(crate) prompter: Option<Arc<dyn PermissionPrompter>>,
+    pub(crate) max_turns: Option<u32>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) project_root: PathBuf,
+    pub(crate) global: GlobalConfigFile,
+    /// Problems found while opening (bad settings files, rules that did not parse).
+    pub(crate) warnings: Vec<String>,
+    /// The resumed conversation was cut off mid-turn.
+    pub(crate) resumed_interrupted: bool,
+    /// The running turn's cancellation, for [`Engine::interrupt`].
+    pub(crate) current_turn: Mutex<Option<CancellationToken>>,
 }
 
 impl Engine {
-    /// Opens (or resumes) a session. Not built yet.
-    pub async fn open(_options: EngineOptions) -> Result<Engine, OpenError> {
-        Err(OpenError::Other("the engine is not built yet".into()))
+    /// Opens a new session, or resumes the one `options.resume` names (the transcript
+    /// rebuilt by the rules of `COMPAT.md`; `--fork-session` continues in a copy).
+    pub async fn open(options: EngineOptions) -> Result<Engine, OpenError> {
+        let inner = tokio::task::spawn_blocking(move || open::open(options))
+            .await
+            .map_err(|e| OpenError::Other(format!("opening the session failed: {e}")))??;
+        Ok(Engine {
+            inner: Arc::new(inner),
+        })
     }
 
     /// The session id.
     pub fn session_id(&self) -> String {
-        String::new()
+        self.inner.session_id.clone()
+    }
+
+    /// The session's root store (read state, subscribe, select).
+    pub fn store(&self) -> &Store<AppState> {
+        &self.inner.store
+    }
+
+    /// Problems found while opening: settings files that did not parse, rules that did
+    /// not, modes that were refused. Each is one line for the user.
+    pub fn warnings(&self) -> &[String] {
+        &self.inner.warnings
+    }
+
+    /// Whether the resumed conversation had been cut off mid-turn.
+    pub fn resumed_interrupted(&self) -> bool {
+        self.inner.resumed_interrupted
+    }
+
+    /// The model the next request will use.
+    pub fn model(&self) -> String {
+        self.inner.model()
     }
 
     /// The `system/init` message describing the session.
     pub fn init_message(&self) -> InitMessage {
-        unreachable_engine()
+        let inner = &self.inner;
+        let state = inner.store.get();
+        InitMessage {
+            cwd: inner.cwd.to_string_lossy().into_owned(),
+            session_id: inner.session_id.clone(),
+            tools: inner.tools.names().into_iter().map(str::to_owned).collect(),
+            mcp_servers: Vec::new(),
+            model: inner.model(),
+            permission_mode: state.tool_permission_context.mode.to_string(),
+            slash_commands: Vec::new(),
+            api_key_source: api_key_source(inner.provider.name()),
+            claude_code_version: env!("CARGO_PKG_VERSION").to_owned(),
+            output_style: "default".to_owned(),
+            uuid: uuid::Uuid::new_v4().to_string(),
+            extra: serde_json::Map::new(),
+        }
     }
 
     /// Runs one user prompt to the end of the turn (or `--max-turns`, or `cancel`), and
-    /// returns the `result` message (also emitted).
-    pub async fn run_prompt(&self, _prompt: Message, _cancel: CancellationToken) -> ResultMessage {
-        unreachable_engine()
+    /// returns the `result` message (also emitted). An interrupted turn is recorded and
+    /// the session stays resumable.
+    pub async fn run_prompt(&self, prompt: Message, cancel: CancellationToken) -> ResultMessage {
+        *lock(&self.inner.current_turn) = Some(cancel.clone());
+        let result = crate::query::run_turn(&self.inner, prompt, cancel).await;
+        lock(&self.inner.current_turn).take();
+        result
+    }
+
+    /// Interrupts the running turn, if any (control request `interrupt`).
+    pub fn interrupt(&self) {
+        if let Some(turn) = lock(&self.inner.current_turn).as_ref() {
+            turn.cancel();
+        }
     }
 
     /// Changes the permission mode through the one gate (control request
-    /// `set_permission_mode`).
-    pub fn set_permission_mode(&self, _mode: &str) -> Result<(), String> {
-        Err("the engine is not built yet".into())
+    /// `set_permission_mode`); the change reaches the SDK status stream and the remote
+    /// through the effects hub (FX-1).
+    pub fn set_permission_mode(&self, mode: &str) -> Result<(), String> {
+        let requested: PermissionMode = mode
+            .parse()
+            .map_err(|e: strata_protocol::permission::ParsePermissionModeError| e.to_string())?;
+        let allowed = check_mode_change(requested, self.inner.permissions.bypass)
+            .map_err(|e| e.to_string())?;
+        let _ = self.inner.store.update(|s| {
+            if s.tool_permission_context.mode != allowed {
+                s.tool_permission_context.mode = allowed;
+            }
+        });
+        Ok(())
     }
 
-    /// Changes the main-loop model (`None`: back to the default).
-    pub fn set_model(&self, _model: Option<String>) -> Result<(), String> {
-        Err("the engine is not built yet".into())
+    /// Changes the main-loop model (`None`: back to the default). FX-2 persists it.
+    pub fn set_model(&self, model: Option<String>) -> Result<(), String> {
+        let model = model.filter(|m| !m.trim().is_empty()).map(SmolStr::from);
+        let _ = self.inner.store.update(|s| {
+            if s.main_loop_model != model {
+                s.main_loop_model = model.clone();
+            }
+        });
+        Ok(())
     }
 
     /// Restores the files edited since user message `uuid` (control request
-    /// `rewind_files`); the report as JSON.
-    pub fn rewind_files(&self, _uuid: &str, _dry_run: bool) -> Result<Value, String> {
-        Err("the engine is not built yet".into())
+    /// `rewind_files`); the report as JSON (`filesChanged`, `insertions`, `deletions`).
+    pub fn rewind_files(&self, uuid: &str, dry_run: bool) -> Result<Value, String> {
+        let report = lock(&self.inner.file_history)
+            .rewind(uuid, dry_run)
+            .map_err(|e| e.to_string())?;
+        Ok(serde_json::json!({
+            "dryRun": report.dry_run,
+            "filesChanged": report.files_changed(),
+            "insertions": report.insertions(),
+            "deletions": report.deletions(),
+            "files": report.changes.iter().map(|c| c.path.clone()).collect::<Vec<_>>(),
+        }))
     }
 
-    /// Flushes and closes the transcript and saves the project's cost slot.
+    /// Makes the transcript durable and saves the project's cost slot (SP-4).
     pub async fn close(self) -> Result<(), String> {
-        Ok(())
+        let inner = self.inner;
+        tokio::task::spawn_blocking(move || {
+            let mut problems = Vec::new();
+            if let Err(e) = inner.recorder.turn_end() {
+                problems.push(format!("the transcript could not be synced: {e}"));
+            }
+            if inner.recorder.file_exists() {
+                let summary = inner.bootstrap.cost_summary();
+                if let Err(e) = cost::save_cost_slot(&inner.global, &inner.project_root, &summary) {
+                    problems.push(format!("the session cost could not be saved: {e}"));
+                }
+            }
+            if problems.is_empty() {
+                Ok(())
+            } else {
+                Err(problems.join("; "))
+            }
+        })
+        .await
+        .map_err(|e| e.to_string())?
     }
 }
 
-fn unreachable_engine() -> ! {
-    // An `Engine` cannot be constructed until `open` is built.
-    unreachable!("Engine values cannot exist yet")
+impl Inner {
+    /// The model of the next request: the app state's (BS-7: the authority), else the
+    /// default.
+    pub(crate) fn model(&self) -> String {
+        let state = self.store.get();
+        state
+            .main_loop_model
+            .as_ref()
+            .map(|m| m.to_string())
+            .or_else(|| self.default_model.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// Where the credentials of `provider` came from, for the `init` line.
+fn api_key_source(provider: &str) -> String {
+    let var = match provider {
+        "anthropic" => "ANTHROPIC_API_KEY",
+        "openai" => "OPENAI_API_KEY",
+        _ => return "none".to_owned(),
+    };
+    if std::env::var_os(var).is_some() {
+        var.to_owned()
+    } else {
+        "none".to_owned()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each guarded value is replaced whole; poisoning cannot leave it half-set.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

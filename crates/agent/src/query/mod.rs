@@ -1,1 +1,408 @@
-//! The query loop: prompt → model → tools → model … until the turn ends. Being written.
+//! The query loop: prompt → stream the model → run its tool calls → send the results →
+//! repeat until the model ends its turn (or `--max-turns`, or an interrupt).
+//!
+//! Every step leaves its trace in the three places the state system keeps: the app store
+//! (the conversation, tool calls in progress — FX-6: nothing bypasses it), the bootstrap
+//! counters (cost, API and tool time, lines changed) and the transcript (one line per
+//! content block and per tool result, fsynced at the end of the turn). The same messages
+//! go out through the engine's event sink as the SDK stream's shapes.
+//!
+//! An interrupt cancels the turn's token: the stream and running tools stop, tool calls
+//! left without results get an error result, and `[Request interrupted by user]` is
+//! recorded — so the conversation stays valid for the model and the session resumes
+//! cleanly (COMPAT: a resumed interrupted session continues from there).
+
+mod calls;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use smol_str::SmolStr;
+use strata_bootstrap::ApiDuration;
+use strata_protocol::message::{ContentBlock, Message, Role, ToolUseBlock};
+use strata_protocol::sdk::{
+    AssistantEvent, PermissionDenial, ResultMessage, ResultSubtype, SdkMessage, UserEvent,
+};
+use strata_session::model_messages::INTERRUPTED_PREFIX;
+use strata_state::AppState;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Inner;
+use crate::engine::cost::{RunTotals, boot_usage, response_cost};
+use crate::engine::record::UserLine;
+use crate::provider::{MessageAccumulator, ModelRequest, ProviderError};
+
+/// The output budget of one response.
+const MAX_OUTPUT_TOKENS: u32 = 32_000;
+/// The thinking budget when thinking is enabled.
+const THINKING_BUDGET_TOKENS: u32 = 8_000;
+/// What an interrupted turn records (the reference agent's words, which resume rules key
+/// on).
+const INTERRUPTED_TEXT: &str = "[Request interrupted by user]";
+/// The result given to tool calls a turn was interrupted before running or finishing.
+const INTERRUPTED_TOOL_RESULT: &str = "The user interrupted this tool call before it finished.";
+
+/// What one run accumulates for its `result` line.
+#[derive(Default)]
+struct Run {
+    totals: RunTotals,
+    api: Duration,
+    num_turns: u32,
+    denials: Vec<PermissionDenial>,
+    errors: Vec<String>,
+    final_text: String,
+}
+
+/// How a run ended.
+enum Outcome {
+    Success,
+    MaxTurns,
+    Interrupted,
+    Failed,
+}
+
+/// Runs `prompt` to the end of the turn and returns (and emits) the `result` line.
+pub(crate) async fn run_turn(
+    inner: &Inner,
+    prompt: Message,
+    cancel: CancellationToken,
+) -> ResultMessage {
+    let started = Instant::now();
+    let mut run = Run::default();
+    let outcome = match turn(inner, prompt, &cancel, &mut run).await {
+        Ok(outcome) => outcome,
+        Err(message) => {
+            run.errors.push(message);
+            Outcome::Failed
+        }
+    };
+    if let Err(e) = inner.recorder.turn_end() {
+        run.errors
+            .push(format!("the transcript could not be made durable: {e}"));
+    }
+    set_in_progress(inner, &[]);
+    inner.bootstrap.reset_turn();
+    let (subtype, is_error) = match outcome {
+        Outcome::Success if run.errors.is_empty() => (ResultSubtype::Success, false),
+        Outcome::MaxTurns => (ResultSubtype::ErrorMaxTurns, true),
+        Outcome::Interrupted => {
+            run.errors.push("the turn was interrupted".into());
+            (ResultSubtype::ErrorDuringExecution, true)
+        }
+        Outcome::Success | Outcome::Failed => (ResultSubtype::ErrorDuringExecution, true),
+    };
+    let result = ResultMessage {
+        subtype,
+        is_error,
+        duration_ms: started.elapsed().as_millis() as u64,
+        duration_api_ms: run.api.as_millis() as u64,
+        num_turns: run.num_turns,
+        result: (subtype == ResultSubtype::Success).then(|| run.final_text.clone()),
+        session_id: inner.session_id.clone(),
+        total_cost_usd: run.totals.cost_usd(),
+        usage: run.totals.usage_json(),
+        model_usage: run.totals.model_usage_json(),
+        permission_denials: run.denials,
+        errors: run.errors,
+        uuid: uuid::Uuid::new_v4().to_string(),
+    };
+    inner.events.emit(SdkMessage::Result(result.clone()));
+    result
+}
+
+/// The turn itself. `Err` carries a failure already phrased for the user.
+async fn turn(
+    inner: &Inner,
+    prompt: Message,
+    cancel: &CancellationToken,
+    run: &mut Run,
+) -> Result<Outcome, String> {
+    // The prompt: recorded, snapshotted for rewind, added to the conversation.
+    let mode = inner.store.get().tool_permission_context.mode.to_string();
+    let prompt_uuid = inner
+        .recorder
+        .user(
+            prompt.clone(),
+            UserLine {
+                permission_mode: Some(mode),
+                ..UserLine::default()
+            },
+        )
+        .map_err(|e| format!("the prompt could not be recorded: {e}"))?;
+    *lock(&inner.prompt_uuid) = prompt_uuid.clone();
+    snapshot_files(inner, &prompt_uuid);
+    push_message(inner, prompt);
+
+    loop {
+        if cancel.is_cancelled() {
+            record_interruption(inner, &[]);
+            return Ok(Outcome::Interrupted);
+        }
+        if inner.max_turns.is_some_and(|max| run.num_turns >= max) {
+            return Ok(Outcome::MaxTurns);
+        }
+        run.num_turns += 1;
+
+        let response = match stream_response(inner, cancel, run).await? {
+            Streamed::Complete(response) => response,
+            Streamed::Interrupted(partial) => {
+                let unanswered = tool_uses(&partial);
+                if !partial.is_empty() {
+                    push_message(inner, Message::blocks(Role::Assistant, partial));
+                }
+                record_interruption(inner, &unanswered);
+                return Ok(Outcome::Interrupted);
+            }
+        };
+        let uses = tool_uses(&response.blocks);
+        push_message(
+            inner,
+            Message::blocks(Role::Assistant, response.blocks.clone()),
+        );
+        if uses.is_empty() {
+            run.final_text = response
+                .blocks
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .collect::<Vec<_>>()
+                .join("");
+            return Ok(Outcome::Success);
+        }
+
+        let results = calls::run_calls(inner, &uses, cancel, run).await;
+        let mut result_blocks = Vec::with_capacity(results.len());
+        for result in results {
+            let block = ContentBlock::tool_result(
+                &result.tool_use_id,
+                result.output.content.clone(),
+                result.output.is_error,
+            );
+            let message = Message::blocks(Role::User, vec![block.clone()]);
+            let detail = result.output.detail.clone();
+            let uuid = inner
+                .recorder
+                .user(
+                    message.clone(),
+                    UserLine {
+                        tool_use_result: detail.clone(),
+                        source_assistant_uuid: response
+                            .line_uuids
+                            .get(&result.tool_use_id)
+                            .cloned(),
+                        permission_mode: None,
+                    },
+                )
+                .map_err(|e| format!("a tool result could not be recorded: {e}"))?;
+            inner.events.emit(SdkMessage::User(UserEvent {
+                message,
+                parent_tool_use_id: None,
+                session_id: inner.session_id.clone(),
+                uuid: Some(uuid),
+                tool_use_result: detail,
+            }));
+            result_blocks.push(block);
+        }
+        push_message(inner, Message::blocks(Role::User, result_blocks));
+        if cancel.is_cancelled() {
+            record_interruption(inner, &[]);
+            return Ok(Outcome::Interrupted);
+        }
+    }
+}
+
+/// A complete response: its blocks, and the transcript uuid of each tool use's line.
+struct Response {
+    blocks: Vec<ContentBlock>,
+    line_uuids: HashMap<String, String>,
+}
+
+enum Streamed {
+    Complete(Response),
+    /// Cut short by an interrupt: the blocks that completed.
+    Interrupted(Vec<ContentBlock>),
+}
+
+/// Streams one response: each completed block is recorded as its own assistant line and
+/// emitted; usage and cost are counted when the response ends.
+async fn stream_response(
+    inner: &Inner,
+    cancel: &CancellationToken,
+    run: &mut Run,
+) -> Result<Streamed, String> {
+    let state = inner.store.get();
+    let request = ModelRequest {
+        model: inner.model(),
+        system: system_prompt(inner),
+        messages: state.messages.iter().map(|m| Message::clone(m)).collect(),
+        tools: inner.tools.definitions(),
+        max_tokens: MAX_OUTPUT_TOKENS,
+        thinking_budget: state.thinking_enabled.then_some(THINKING_BUDGET_TOKENS),
+    };
+    drop(state);
+    let started = Instant::now();
+    let mut stream = inner.provider.stream(request, cancel.clone());
+    let mut acc = MessageAccumulator::new();
+    let mut done: Vec<ContentBlock> = Vec::new();
+    let mut line_uuids = HashMap::new();
+    let outcome = loop {
+        let event = tokio::select! {
+            biased;
+            () = cancel.cancelled() => break Err(ProviderError::Cancelled),
+            event = stream.next() => event,
+        };
+        let event = match event {
+            None => break Ok(()),
+            Some(Err(e)) => break Err(e),
+            Some(Ok(event)) => event,
+        };
+        match acc.push(&event) {
+            Ok(Some(completed)) => {
+                let line = acc.line_message(&completed.block);
+                let uuid = inner
+                    .recorder
+                    .assistant(line.clone(), None)
+                    .map_err(|e| format!("a response could not be recorded: {e}"))?;
+                if let ContentBlock::ToolUse(tool_use) = &completed.block {
+                    line_uuids.insert(tool_use.id.clone(), uuid.clone());
+                }
+                inner.events.emit(SdkMessage::Assistant(AssistantEvent {
+                    message: line,
+                    parent_tool_use_id: None,
+                    session_id: inner.session_id.clone(),
+                    uuid,
+                }));
+                done.push(completed.block);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                break Err(ProviderError::Protocol {
+                    provider: inner.provider.name(),
+                    message: e.to_string(),
+                });
+            }
+        }
+    };
+    let elapsed = started.elapsed();
+    run.api += elapsed;
+    // Whatever was streamed was paid for: count it even when the response broke off.
+    if !acc.id().is_empty() {
+        let model = acc.model().to_owned();
+        let usage = acc.usage().clone();
+        let cost = response_cost(&model, &usage);
+        inner.bootstrap.add_cost(
+            cost,
+            &model,
+            boot_usage(&usage),
+            ApiDuration::single(elapsed),
+        );
+        run.totals.add(&model, &usage, cost);
+    }
+    match outcome {
+        Ok(()) if acc.is_complete() => Ok(Streamed::Complete(Response {
+            blocks: done,
+            line_uuids,
+        })),
+        Ok(()) => Err(format!(
+            "the {} stream ended before the response was complete",
+            inner.provider.name()
+        )),
+        Err(ProviderError::Cancelled) => Ok(Streamed::Interrupted(done)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The tool uses among `blocks`.
+fn tool_uses(blocks: &[ContentBlock]) -> Vec<ToolUseBlock> {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Records an interrupted turn: error results for tool calls left unanswered, then the
+/// interruption notice, so the conversation stays well-formed for the next request.
+fn record_interruption(inner: &Inner, unanswered: &[ToolUseBlock]) {
+    let mut blocks: Vec<ContentBlock> = unanswered
+        .iter()
+        .map(|u| ContentBlock::tool_result(&u.id, INTERRUPTED_TOOL_RESULT, true))
+        .collect();
+    blocks.push(ContentBlock::text(INTERRUPTED_TEXT));
+    debug_assert!(INTERRUPTED_TEXT.starts_with(INTERRUPTED_PREFIX));
+    let message = Message::blocks(Role::User, blocks);
+    if let Err(e) = inner.recorder.user(message.clone(), UserLine::default()) {
+        inner
+            .bootstrap
+            .log_error(format!("the interruption could not be recorded: {e}"));
+    }
+    push_message(inner, message);
+}
+
+/// Takes the file-history snapshot of a prompt (the state files return to when the user
+/// rewinds to it) and records it.
+fn snapshot_files(inner: &Inner, prompt_uuid: &str) {
+    let entry = lock(&inner.file_history).make_snapshot(prompt_uuid);
+    match entry {
+        Ok(entry) => {
+            if let Err(e) = inner.recorder.metadata(&entry) {
+                inner
+                    .bootstrap
+                    .log_error(format!("file-history snapshot not recorded: {e}"));
+            }
+        }
+        Err(e) => inner
+            .bootstrap
+            .log_error(format!("file-history snapshot failed: {e}")),
+    }
+}
+
+/// Appends `message` to the conversation in the app store.
+fn push_message(inner: &Inner, message: Message) {
+    let message = Arc::new(message);
+    let _ = inner
+        .store
+        .update(|s| s.messages.push_back(Arc::clone(&message)));
+}
+
+/// Publishes which tool calls are running (for the UI's spinner and tool views).
+pub(crate) fn set_in_progress(inner: &Inner, ids: &[String]) {
+    let ids: imbl::OrdSet<SmolStr> = ids.iter().map(SmolStr::from).collect();
+    let _ = inner.store.set(|s| {
+        if s.in_progress_tool_use_ids == ids {
+            Arc::clone(s)
+        } else {
+            Arc::new(AppState {
+                in_progress_tool_use_ids: ids.clone(),
+                ..AppState::clone(s)
+            })
+        }
+    });
+}
+
+/// The system prompt: who strata is and where it works.
+fn system_prompt(inner: &Inner) -> String {
+    let date = chrono::Utc::now().format("%Y-%m-%d");
+    format!(
+        "You are strata, a coding agent working in the user's terminal. You help with software \
+         engineering tasks: read and change code, run commands, explain what you find. Use the \
+         tools to inspect the project before changing it, keep changes minimal and focused, and \
+         report concisely what you did.\n\n\
+         Environment:\n\
+         - Working directory: {cwd}\n\
+         - Project root: {root}\n\
+         - Platform: {os}\n\
+         - Today's date: {date}\n",
+        cwd = inner.cwd.display(),
+        root = inner.project_root.display(),
+        os = std::env::consts::OS,
+    )
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The guarded values are replaced or changed in single operations.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -34,6 +34,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
+use strata_state::EnvOverlay;
 use tokio_util::sync::CancellationToken;
 
 pub use self::bash::Bash;
@@ -160,9 +161,9 @@ pub struct ToolContext {
     pub project_root: PathBuf,
     /// Cancelled when the turn is interrupted: long calls must stop promptly.
     pub cancel: CancellationToken,
-    /// Environment variables applied to spawned processes on top of strata's own
-    /// (settings `env`, additive only: FX-5).
-    pub env: Arc<Mutex<Vec<(String, String)>>>,
+    /// Environment variables applied to spawned processes on top of strata's own: the
+    /// app state's overlay (settings `env`, additive only: FX-5), shared.
+    pub env: EnvOverlay,
     /// Hooks into the session: file history, large output storage, todos.
     pub hooks: Arc<dyn ToolHooks>,
     /// Which files were read and when: Write and Edit refuse to change an existing file
@@ -194,7 +195,7 @@ impl ToolContext {
             cwd: Arc::new(Mutex::new(project_root.clone())),
             project_root,
             cancel: CancellationToken::new(),
-            env: Arc::new(Mutex::new(Vec::new())),
+            env: EnvOverlay::default(),
             hooks,
             read_files: Arc::new(Mutex::new(FileReadState::default())),
         }
@@ -212,17 +213,13 @@ impl ToolContext {
 
     /// A snapshot of the environment overlay.
     pub fn env_overlay(&self) -> Vec<(String, String)> {
-        lock(&self.env).clone()
+        self.env.snapshot().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// Adds or overwrites one overlay variable (never removes: FX-5).
     pub fn set_env(&self, key: impl Into<String>, value: impl Into<String>) {
         let (key, value) = (key.into(), value.into());
-        let mut env = lock(&self.env);
-        match env.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => env.push((key, value)),
-        }
+        self.env.apply([(key, value)]);
     }
 
     /// A copy of the read-file state (for a sub-agent's own context, SA-6).

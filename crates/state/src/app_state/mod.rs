@@ -44,7 +44,7 @@ pub use other::{
     StandaloneAgent, TeamContext, Teammate, TodoItem, TodoStatus, Todos,
 };
 pub use permissions::{
-    DenialTracking, PermissionRule, RuleSource, RulesBySource, SettingsPermissions,
+    DenialTracking, MAX_CONSECUTIVE_DENIALS, MAX_TOTAL_DENIALS, PermissionRule, RuleSource, RulesBySource, SettingsPermissions,
     ToolPermissionContext,
 };
 pub use remote::{BridgeState, RemoteConnectionStatus, RemoteState};
@@ -152,6 +152,9 @@ pub struct AppState {
 
     /// The main conversation.
     pub messages: Messages,
+    /// The tool calls (by `tool_use` id) running right now, for the spinner and tool
+    /// views; filled by the query loop.
+    pub in_progress_tool_use_ids: imbl::OrdSet<SmolStr>,
 
     // ---- runtime handles (AS-2) ----
     /// Handles that are not data: never compared, never serialized.

@@ -308,49 +308,100 @@ impl ToolPermissionContext {
     }
 }
 
-/// Consecutive and total denials, so a run of denials in automatic mode falls back to
-/// asking the user (and a headless run can stop instead of looping).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Denials in a row after which the model is told to stop retrying.
+pub const MAX_CONSECUTIVE_DENIALS: u32 = 3;
+/// Denials in a session after which the model is told to stop retrying.
+pub const MAX_TOTAL_DENIALS: u32 = 20;
+
+/// Consecutive and total denials of tool calls. After [`MAX_CONSECUTIVE_DENIALS`] in a row
+/// or [`MAX_TOTAL_DENIALS`] in a session, the denial text tells the model to stop retrying
+/// and ask the user (a model whose call was denied often retries the same thing again and
+/// again). A small `Copy` value with pure transitions: the app state holds it, and a
+/// sub-agent whose setter is a no-op keeps its own (SA-6).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct DenialTracking {
-    /// Denials since the last allowed tool use.
-    pub consecutive_denials: u32,
-    /// Denials in the session.
-    pub total_denials: u32,
+    /// Denials since the last allowed tool call.
+    pub consecutive: u32,
+    /// Denials in this session.
+    pub total: u32,
 }
 
 impl DenialTracking {
-    /// After this many denials in a row, automatic decisions fall back to prompting.
-    pub const MAX_CONSECUTIVE: u32 = 3;
-    /// After this many denials in a session, automatic decisions fall back to prompting.
-    pub const MAX_TOTAL: u32 = 20;
-
-    /// The counters after a denial.
-    pub fn denied(self) -> Self {
+    /// After one more denial.
+    #[must_use]
+    pub const fn record_denial(self) -> Self {
         Self {
-            consecutive_denials: self.consecutive_denials.saturating_add(1),
-            total_denials: self.total_denials.saturating_add(1),
+            consecutive: self.consecutive.saturating_add(1),
+            total: self.total.saturating_add(1),
         }
     }
 
-    /// The counters after an allowed tool use (the run of denials ends).
-    pub fn allowed(self) -> Self {
+    /// After a tool call was allowed: the run of denials is broken. Returns `self`
+    /// unchanged (equal) when there was no run, so an updater can report "no change".
+    #[must_use]
+    pub const fn record_allowed(self) -> Self {
         Self {
-            consecutive_denials: 0,
-            ..self
+            consecutive: 0,
+            total: self.total,
         }
     }
 
-    /// True when automatic decisions should stop and ask the user.
+    /// Whether the model should be told to stop retrying.
+    pub const fn limit_reached(self) -> bool {
+        self.consecutive >= MAX_CONSECUTIVE_DENIALS || self.total >= MAX_TOTAL_DENIALS
+    }
+
+    /// The tool result text for a denial with `reason`, given the counters *after*
+    /// [`Self::record_denial`]: the reason, plus the instruction to stop once the limit
+    /// is reached.
     ///
     /// ```
     /// use strata_state::DenialTracking;
-    /// let t = DenialTracking::default().denied().denied();
-    /// assert!(!t.should_fall_back_to_prompting());
-    /// assert!(t.denied().should_fall_back_to_prompting());
-    /// assert!(!t.denied().allowed().should_fall_back_to_prompting());
+    /// let t = DenialTracking::default().record_denial();
+    /// assert!(!t.denial_message("denied").contains("Stop"));
+    /// let t = t.record_denial().record_denial();
+    /// assert!(t.denial_message("denied").contains("Stop retrying"));
     /// ```
-    pub fn should_fall_back_to_prompting(self) -> bool {
-        self.consecutive_denials >= Self::MAX_CONSECUTIVE || self.total_denials >= Self::MAX_TOTAL
+    pub fn denial_message(self, reason: &str) -> String {
+        if !self.limit_reached() {
+            return reason.to_owned();
+        }
+        let why = if self.consecutive >= MAX_CONSECUTIVE_DENIALS {
+            format!("{} tool calls in a row have been denied", self.consecutive)
+        } else {
+            format!("{} tool calls have been denied in this session", self.total)
+        };
+        format!(
+            "{reason}\n\n{why}. Stop retrying denied actions and do not try to work around \
+             the denials. Tell the user what you were trying to do and which permission it \
+             needs, and ask how they want to proceed."
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_call_resets_only_the_run() {
+        let t = DenialTracking::default().record_denial().record_denial();
+        assert_eq!(
+            t,
+            DenialTracking {
+                consecutive: 2,
+                total: 2
+            }
+        );
+        let t = t.record_allowed();
+        assert_eq!(
+            t,
+            DenialTracking {
+                consecutive: 0,
+                total: 2
+            }
+        );
+        assert_eq!(t.record_allowed(), t, "no run: unchanged");
     }
 }
 

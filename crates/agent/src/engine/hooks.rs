@@ -1,0 +1,124 @@
+//! [`SessionHooks`]: what tools reach of the session — file history before edits, the
+//! side folder for large outputs, and the todo list in the app store.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use serde_json::{Value, json};
+use smol_str::SmolStr;
+use strata_session::file_history::FileHistory;
+use strata_session::layout::SessionLayout;
+use strata_session::writer::tool_results::persist_tool_output;
+use strata_state::{AppState, TodoItem, TodoStatus, Todos};
+use strata_store::Store;
+
+use super::record::Recorder;
+use crate::tools::ToolHooks;
+
+/// The main agent's todo list key in [`Todos`].
+pub(crate) const MAIN_AGENT: &str = "main";
+
+/// The real [`ToolHooks`] of a session.
+pub(crate) struct SessionHooks {
+    pub(crate) file_history: Arc<Mutex<FileHistory>>,
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) layout: SessionLayout,
+    pub(crate) store: Store<AppState>,
+    /// The uuid of the user prompt the current turn answers: edits are tracked in its
+    /// snapshot.
+    pub(crate) prompt_uuid: Arc<Mutex<String>>,
+}
+
+impl ToolHooks for SessionHooks {
+    fn before_edit(&self, path: &Path) -> Result<(), String> {
+        let prompt = lock(&self.prompt_uuid).clone();
+        let entry = lock(&self.file_history)
+            .track_edit(path, &prompt)
+            .map_err(|e| format!("cannot back up {} before editing it: {e}", path.display()))?;
+        if let Some(entry) = entry {
+            self.recorder
+                .metadata(&entry)
+                .map_err(|e| format!("cannot record the backup of {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    fn store_large_output(&self, tool_use_id: &str, content: &str) -> Result<PathBuf, String> {
+        let stored =
+            persist_tool_output(&self.layout, tool_use_id, content).map_err(|e| e.to_string())?;
+        stored
+            .stored_at
+            .ok_or_else(|| "the output was small enough to keep inline".to_string())
+    }
+
+    fn set_todos(&self, todos: Value) {
+        let items: imbl::Vector<Arc<TodoItem>> = todos
+            .as_array()
+            .map(|list| list.iter().filter_map(todo_item).map(Arc::new).collect())
+            .unwrap_or_default();
+        let _ = self.store.set(|s| {
+            if s.todos.of(MAIN_AGENT) == Some(&items) {
+                return Arc::clone(s);
+            }
+            let mut lists = s.todos.0.clone();
+            lists.insert(SmolStr::new(MAIN_AGENT), items);
+            Arc::new(AppState {
+                todos: Todos(lists),
+                ..AppState::clone(s)
+            })
+        });
+    }
+
+    fn todos(&self) -> Value {
+        let state = self.store.get();
+        let list: Vec<Value> = state
+            .todos
+            .of(MAIN_AGENT)
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|t| {
+                        json!({
+                            "content": &*t.content,
+                            "status": status_name(t.status),
+                            "activeForm": &*t.active_form,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Value::Array(list)
+    }
+}
+
+fn todo_item(v: &Value) -> Option<TodoItem> {
+    let status = match v.get("status")?.as_str()? {
+        "pending" => TodoStatus::Pending,
+        "in_progress" => TodoStatus::InProgress,
+        "completed" => TodoStatus::Completed,
+        _ => return None,
+    };
+    Some(TodoItem {
+        content: Arc::from(v.get("content")?.as_str()?),
+        status,
+        active_form: Arc::from(
+            v.get("activeForm")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
+    })
+}
+
+fn status_name(status: TodoStatus) -> &'static str {
+    match status {
+        TodoStatus::Pending => "pending",
+        TodoStatus::InProgress => "in_progress",
+        TodoStatus::Completed => "completed",
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Both guarded values (the file history, the prompt uuid) change only through
+    // whole-value operations; a panic elsewhere cannot leave them half-updated.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,286 @@
+//! Opening a session: settings, resume, the root store, the transcript, file history,
+//! permissions and tools — everything [`Engine`](super::Engine) runs prompts with.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use smol_str::SmolStr;
+use strata_config::{FlagSettings, GlobalConfigFile, SettingsFiles, SettingsLocations, paths};
+use strata_protocol::permission::PermissionMode;
+use strata_protocol::sdk::{SdkMessage, StatusMessage, SystemMessage};
+use strata_session::file_history::FileHistory;
+use strata_session::layout::SessionLayout;
+use strata_session::resume::{LoadedSession, ResumeError, fork, latest_in_project, resolve};
+use strata_session::writer::TranscriptWriter;
+use strata_state::effects::{EffectError, SdkStatusPort};
+use strata_state::{EffectsHub, Ports, RuntimeFacts, SessionScope, default_app_state};
+
+use super::cost;
+use super::hooks::SessionHooks;
+use super::record::Recorder;
+use super::{EngineOptions, EventSink, Inner, OpenError, ResumeTarget};
+use crate::permissions::PermissionContext;
+use crate::tools::{ToolContext, ToolRegistry};
+
+/// Opens the session `options` describe.
+pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
+    let cwd = std::fs::canonicalize(&options.cwd).unwrap_or_else(|_| options.cwd.clone());
+    let project_root = paths::project_root(&cwd);
+    let config_dir = options.config_dir.clone();
+    let mut warnings = Vec::new();
+
+    // Settings, with the flag source when given.
+    let mut locations = SettingsLocations::new(&config_dir, &project_root);
+    if let Some(flag) = &options.settings_flag {
+        locations = locations.with_flag(FlagSettings::from_arg(flag));
+    }
+    let files = SettingsFiles::new(locations);
+    let merged = files.load();
+    warnings.extend(merged.errors.iter().map(ToString::to_string));
+    let global = GlobalConfigFile::new(&config_dir);
+    let global_config = global.read().unwrap_or_else(|e| {
+        warnings.push(e.to_string());
+        Default::default()
+    });
+
+    // Resume or start.
+    let resumed = match &options.resume {
+        Some(target) => Some(load_resumed(&config_dir, &project_root, target)?),
+        None => None,
+    };
+    let (session_id, transcript_path, loaded) = match resumed {
+        None => (uuid::Uuid::new_v4(), None, None),
+        Some((path, loaded)) => {
+            let own_id = uuid::Uuid::parse_str(&loaded.session_id).ok();
+            match own_id.filter(|_| !options.fork_session) {
+                Some(id) => (id, Some(path), Some(loaded)),
+                // A fork — or a foreign session whose id is not a UUID, which strata
+                // continues in a copy under a UUID of its own.
+                None => {
+                    let new_id = uuid::Uuid::new_v4();
+                    let outcome = fork(&config_dir, &path, &new_id.to_string())
+                        .map_err(|e| OpenError::Other(format!("cannot fork the session: {e}")))?;
+                    (new_id, Some(outcome.path), Some(loaded))
+                }
+            }
+        }
+    };
+    let layout = match &transcript_path {
+        Some(path) => SessionLayout::from_transcript_path(&config_dir, path).ok_or_else(|| {
+            OpenError::Other(format!("{} is not a transcript path", path.display()))
+        })?,
+        None => SessionLayout::new(&config_dir, &project_root, &session_id.to_string()),
+    };
+
+    // Bootstrap: identity, cwd, and the cost the resumed session already had (SP-4).
+    let bootstrap = strata_bootstrap::global();
+    bootstrap.set_original_cwd(&cwd);
+    bootstrap.set_cwd(&cwd);
+    bootstrap.set_project_root(&project_root);
+    bootstrap.switch_session(session_id, Some(layout.project_dir.clone()));
+    if let Some(loaded) = &loaded {
+        let root_key = project_root.to_string_lossy();
+        let slot = global_config.project(&root_key);
+        cost::restore(
+            bootstrap,
+            &cost::restored_cost(slot, session_id, &loaded.usage),
+        );
+    }
+
+    // The conversation and the model (COMPAT: a resumed session keeps its model).
+    let conversation = loaded.as_ref().map(LoadedSession::model_messages);
+    let model = options
+        .model
+        .clone()
+        .or_else(|| conversation.as_ref().and_then(|c| c.model.clone()));
+
+    // Permissions and tools.
+    let (permissions, permission_warnings) =
+        PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)
+            .map_err(|e| OpenError::Other(e.to_string()))?;
+    warnings.extend(permission_warnings);
+    let tools =
+        ToolRegistry::default().filtered(|t| !permissions.rules.denies_tool_entirely(t.name()));
+
+    // The app state (AS-5) and the root store with its effects hub.
+    let flags = options.permission.flags;
+    let facts = RuntimeFacts {
+        interactive: options.interactive,
+        permission_mode_flag: Some(permissions.mode),
+        bypass_permissions_allowed: flags.dangerously_skip_permissions
+            || flags.allow_dangerously_skip_permissions,
+        avoid_permission_prompts: options.prompter.is_none(),
+        cli_allow: options.permission.allowed_tools.clone(),
+        cli_deny: options.permission.disallowed_tools.clone(),
+        cli_additional_directories: options
+            .permission
+            .add_dirs
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
+        verbose_flag: options.verbose,
+        model: model.map(SmolStr::from),
+        ..RuntimeFacts::from_config(&merged, global_config)
+    };
+    let mut initial = default_app_state(facts);
+    if let Some(conversation) = &conversation {
+        initial.messages = conversation
+            .messages
+            .iter()
+            .cloned()
+            .map(Arc::new)
+            .collect();
+    }
+    let env = initial.runtime.env.clone();
+    let ports = Ports::from_files(files.clone(), global.clone(), bootstrap, &initial.runtime);
+    let root = SessionScope::global()
+        .create_root(initial, EffectsHub::new(ports))
+        .map_err(|e| OpenError::Other(e.to_string()))?;
+    let session = session_id.to_string();
+    root.store()
+        .effects()
+        .set_sdk_stream(Some(Arc::new(StatusStream {
+            events: Arc::clone(&options.events),
+            session_id: session.clone(),
+        })));
+
+    // The transcript (created with the first message) and file history.
+    let writer =
+        TranscriptWriter::for_session(&layout).map_err(|e| OpenError::Other(e.to_string()))?;
+    let recorder = Arc::new(Recorder::new(
+        writer,
+        session.clone(),
+        cwd.to_string_lossy().into_owned(),
+        git_branch(&cwd),
+        loaded.as_ref().and_then(LoadedSession::leaf_uuid),
+    ));
+    let file_history = match &loaded {
+        Some(loaded) => FileHistory::resume(
+            &layout,
+            &cwd,
+            loaded.file_history.iter().cloned(),
+            loaded.latest_snapshot.as_ref(),
+        ),
+        None => FileHistory::new(&layout, &cwd),
+    };
+    let file_history = Arc::new(Mutex::new(file_history));
+    let prompt_uuid = Arc::new(Mutex::new(String::new()));
+    let store = root.store().store().clone();
+    let hooks = SessionHooks {
+        file_history: Arc::clone(&file_history),
+        recorder: Arc::clone(&recorder),
+        layout: layout.clone(),
+        store: store.clone(),
+        prompt_uuid: Arc::clone(&prompt_uuid),
+    };
+    let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
+    tool_context.set_cwd(cwd.clone());
+    tool_context.env = env;
+
+    let default_model = merged
+        .settings
+        .model
+        .clone()
+        .or_else(|| options.provider.default_model().map(str::to_owned));
+    Ok(Inner {
+        session_id: session,
+        _root: root,
+        store,
+        bootstrap,
+        provider: options.provider,
+        default_model,
+        tools,
+        tool_context,
+        permissions,
+        recorder,
+        file_history,
+        prompt_uuid,
+        events: options.events,
+        prompter: options.prompter,
+        max_turns: options.max_turns,
+        cwd,
+        project_root,
+        global,
+        warnings,
+        resumed_interrupted: conversation.as_ref().is_some_and(|c| c.interrupted),
+        current_turn: Mutex::new(None),
+    })
+}
+
+/// Finds and loads the session `target` names.
+fn load_resumed(
+    config_dir: &Path,
+    project_root: &Path,
+    target: &ResumeTarget,
+) -> Result<(PathBuf, LoadedSession), OpenError> {
+    let path = match target {
+        ResumeTarget::Session(arg) => {
+            resolve(config_dir, project_root, arg).map_err(|e| match e {
+                ResumeError::UnknownSession { .. }
+                | ResumeError::InvalidId { .. }
+                | ResumeError::NoSuchFile { .. } => OpenError::NotFound(arg.clone()),
+                other => OpenError::Other(other.to_string()),
+            })?
+        }
+        ResumeTarget::Continue => {
+            let dir = paths::project_sessions_dir(config_dir, project_root);
+            latest_in_project(&dir)
+                .map_err(|e| OpenError::Other(e.to_string()))?
+                .ok_or_else(|| OpenError::Other("No conversation found to continue".into()))?
+        }
+    };
+    let loaded = LoadedSession::load(&path).map_err(|e| OpenError::Other(e.to_string()))?;
+    Ok((path, loaded))
+}
+
+/// The git branch of `dir`'s repository, read from `.git/HEAD` (no process spawned:
+/// this runs at start-up). Empty outside a repository or on a detached head.
+fn git_branch(dir: &Path) -> String {
+    let Some(git) = dir.ancestors().map(|d| d.join(".git")).find(|g| g.exists()) else {
+        return String::new();
+    };
+    let head_file = if git.is_file() {
+        // A worktree or submodule: `.git` names the real git dir.
+        std::fs::read_to_string(&git)
+            .ok()
+            .and_then(|t| t.strip_prefix("gitdir:").map(|p| PathBuf::from(p.trim())))
+            .map(|gitdir| {
+                if gitdir.is_absolute() {
+                    gitdir
+                } else {
+                    git.parent().map(|p| p.join(&gitdir)).unwrap_or(gitdir)
+                }
+            })
+            .map(|gitdir| gitdir.join("HEAD"))
+    } else {
+        Some(git.join("HEAD"))
+    };
+    head_file
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|head| {
+            head.trim()
+                .strip_prefix("ref: refs/heads/")
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
+}
+
+/// FX-1's SDK status stream: every raw permission-mode change becomes a `system/status`
+/// line.
+struct StatusStream {
+    events: Arc<dyn EventSink>,
+    session_id: String,
+}
+
+impl SdkStatusPort for StatusStream {
+    fn permission_mode_changed(&self, mode: PermissionMode) -> Result<(), EffectError> {
+        self.events
+            .emit(SdkMessage::System(SystemMessage::Status(StatusMessage {
+                permission_mode: mode.to_string(),
+                status: None,
+                session_id: self.session_id.clone(),
+                uuid: uuid::Uuid::new_v4().to_string(),
+            })));
+        Ok(())
+    }
+}

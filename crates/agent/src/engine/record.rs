@@ -1,0 +1,143 @@
+//! [`Recorder`]: writes the session's transcript lines in the reference format and keeps
+//! the chain (`parentUuid`) going.
+//!
+//! Every conversation line (user prompt, one assistant line per completed content block,
+//! one user line per tool result) gets a fresh uuid and the previous line as its parent,
+//! exactly as the reference agent writes them, so either program can resume the other's
+//! sessions. Metadata lines (file-history snapshots) do not join the chain.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde_json::{Map, Value};
+use strata_protocol::message::{AssistantMessage, Message};
+use strata_protocol::transcript::{AssistantEntry, Entry, Envelope, UserEntry};
+use strata_session::writer::{TranscriptWriter, WriterError};
+
+/// The transcript writer of one session, with the chain's current leaf.
+pub(crate) struct Recorder {
+    writer: TranscriptWriter,
+    session_id: String,
+    cwd: String,
+    git_branch: String,
+    leaf: Mutex<Option<String>>,
+}
+
+/// Extra fields of a user line.
+#[derive(Default)]
+pub(crate) struct UserLine {
+    /// The tool's structured result (`toolUseResult`).
+    pub(crate) tool_use_result: Option<Value>,
+    /// The assistant line whose tool use this answers.
+    pub(crate) source_assistant_uuid: Option<String>,
+    /// The permission mode at the time (written on prompts, as the reference does).
+    pub(crate) permission_mode: Option<String>,
+}
+
+impl Recorder {
+    /// A recorder appending to `writer`, continuing after `leaf` (a resumed session's
+    /// last line) or starting a new chain.
+    pub(crate) fn new(
+        writer: TranscriptWriter,
+        session_id: String,
+        cwd: String,
+        git_branch: String,
+        leaf: Option<String>,
+    ) -> Self {
+        Self {
+            writer,
+            session_id,
+            cwd,
+            git_branch,
+            leaf: Mutex::new(leaf),
+        }
+    }
+
+    /// Appends a user line; returns its uuid.
+    pub(crate) fn user(&self, message: Message, line: UserLine) -> Result<String, WriterError> {
+        let mut leaf = lock(&self.leaf);
+        let envelope = self.envelope(leaf.clone());
+        let uuid = envelope.uuid.clone();
+        let mut extra = Map::new();
+        if let Some(mode) = line.permission_mode {
+            extra.insert("permissionMode".into(), Value::String(mode));
+        }
+        let entry = Entry::User(UserEntry {
+            envelope,
+            message,
+            is_meta: None,
+            is_visible_in_transcript_only: None,
+            is_compact_summary: None,
+            tool_use_result: line.tool_use_result,
+            source_tool_assistant_uuid: line.source_assistant_uuid,
+            extra,
+        });
+        self.writer.append(&entry)?;
+        *leaf = Some(uuid.clone());
+        Ok(uuid)
+    }
+
+    /// Appends an assistant line (one content block of a response); returns its uuid.
+    pub(crate) fn assistant(
+        &self,
+        message: AssistantMessage,
+        request_id: Option<String>,
+    ) -> Result<String, WriterError> {
+        let mut leaf = lock(&self.leaf);
+        let envelope = self.envelope(leaf.clone());
+        let uuid = envelope.uuid.clone();
+        let entry = Entry::Assistant(AssistantEntry {
+            envelope,
+            message,
+            request_id,
+            is_api_error_message: None,
+            extra: Map::new(),
+        });
+        self.writer.append(&entry)?;
+        *leaf = Some(uuid.clone());
+        Ok(uuid)
+    }
+
+    /// Appends a metadata line (not part of the chain).
+    pub(crate) fn metadata(&self, entry: &Entry) -> Result<(), WriterError> {
+        self.writer.append(entry)
+    }
+
+    /// Makes everything written so far durable (end of a turn).
+    pub(crate) fn turn_end(&self) -> Result<(), WriterError> {
+        self.writer.turn_end()
+    }
+
+    /// Whether the transcript file exists yet (it is created with the first message).
+    pub(crate) fn file_exists(&self) -> bool {
+        self.writer.file_exists()
+    }
+
+    fn envelope(&self, parent: Option<String>) -> Envelope {
+        Envelope {
+            parent_uuid: parent,
+            logical_parent_uuid: None,
+            is_sidechain: false,
+            user_type: Some("external".into()),
+            cwd: Some(self.cwd.clone()),
+            session_id: Some(self.session_id.clone()),
+            version: Some(env!("CARGO_PKG_VERSION").into()),
+            git_branch: Some(self.git_branch.clone()),
+            agent_id: None,
+            slug: None,
+            uuid: uuid::Uuid::new_v4().to_string(),
+            timestamp: timestamp_now(),
+        }
+    }
+}
+
+/// The current time as the reference writes it: ISO 8601, milliseconds, UTC.
+pub(crate) fn timestamp_now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The leaf is replaced in one assignment after a successful write: never half-set.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,323 @@
+//! The engine end to end against a mock model server on 127.0.0.1: a plain answer, a
+//! tool round trip, a denied call, an interrupt, max turns, and resume sending the
+//! restored conversation. Each test opens one session (the root store is one per
+//! process, UI-5); nextest runs each test in its own process.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use strata_agent::engine::{Engine, EngineOptions, EventSink, ResumeTarget};
+use strata_agent::permissions::PermissionLaunch;
+use strata_agent::provider::{ProviderChoice, select_provider};
+use strata_protocol::message::Message;
+use strata_protocol::sdk::{ResultSubtype, SdkMessage};
+use strata_testkit::{Gate, MockResponse, MockServer, Reply};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Default)]
+struct Collect(Mutex<Vec<SdkMessage>>);
+
+impl EventSink for Collect {
+    fn emit(&self, message: SdkMessage) {
+        self.0.lock().unwrap().push(message);
+    }
+}
+
+impl Collect {
+    fn types(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                serde_json::to_value(m).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    project: PathBuf,
+}
+
+fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    Env {
+        config,
+        project: std::fs::canonicalize(&project).unwrap(),
+        _dir: dir,
+    }
+}
+
+fn options(env: &Env, server: &MockServer, events: Arc<dyn EventSink>) -> EngineOptions {
+    let url = server.url();
+    let lookup = move |k: &str| match k {
+        "ANTHROPIC_BASE_URL" => Some(url.clone()),
+        "ANTHROPIC_API_KEY" => Some("test-key".to_owned()),
+        _ => None,
+    };
+    EngineOptions {
+        cwd: env.project.clone(),
+        config_dir: env.config.clone(),
+        provider: select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
+        model: Some("claude-sonnet-4-5".into()),
+        permission: PermissionLaunch::default(),
+        settings_flag: None,
+        resume: None,
+        fork_session: false,
+        max_turns: None,
+        interactive: false,
+        verbose: true,
+        prompter: None,
+        events,
+    }
+}
+
+fn transcript_lines(config: &Path) -> Vec<Value> {
+    let projects = config.join("projects");
+    let dir = std::fs::read_dir(&projects)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_plain_answer_is_streamed_recorded_and_reported() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Hello from the model.").usage(12, 5));
+    let events = Arc::new(Collect::default());
+    let engine = Engine::open(options(&env, &server, events.clone()))
+        .await
+        .unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("hi"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    assert_eq!(result.result.as_deref(), Some("Hello from the model."));
+    assert_eq!(result.num_turns, 1);
+    assert!(result.total_cost_usd > 0.0);
+    assert_eq!(result.usage["input_tokens"], 12);
+    assert_eq!(events.types(), ["assistant", "result"]);
+    let request = &server.requests()[0].json();
+    assert_eq!(request["messages"][0]["role"], "user");
+    assert_eq!(request["messages"][0]["content"][0]["text"], "hi");
+    assert_eq!(request["model"], "claude-sonnet-4-5");
+    let session = engine.session_id();
+    engine.close().await.unwrap();
+
+    let lines = transcript_lines(&env.config);
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["user", "file-history-snapshot", "assistant"]);
+    assert_eq!(lines[0]["parentUuid"], Value::Null);
+    assert_eq!(
+        lines[2]["parentUuid"], lines[0]["uuid"],
+        "the chain continues"
+    );
+    assert_eq!(lines[0]["sessionId"], session.as_str());
+    // SP-4: the project's cost slot names this session.
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.config.join("config.json")).unwrap())
+            .unwrap();
+    let slot = &config["projects"][env.project.to_str().unwrap()];
+    assert_eq!(slot["lastSessionId"], session.as_str());
+    assert!(slot["lastCost"].as_f64().unwrap() > 0.0);
+}
+
+#[tokio::test]
+async fn a_tool_round_trip_runs_bash_and_sends_the_result_back() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Running it.").tool_use(
+        "toolu_1",
+        "Bash",
+        json!({"command": "echo hi"}),
+    ));
+    server.push(Reply::new().text("It printed hi."));
+    let events = Arc::new(Collect::default());
+    let mut opts = options(&env, &server, events.clone());
+    opts.permission.allowed_tools = vec!["Bash(echo:*)".into()];
+    let engine = Engine::open(opts).await.unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("say hi"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    assert_eq!(result.num_turns, 2);
+    let second = server.requests()[1].json();
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3);
+    let tool_result = &messages[2]["content"][0];
+    assert_eq!(tool_result["type"], "tool_result");
+    assert_eq!(tool_result["tool_use_id"], "toolu_1");
+    assert!(
+        tool_result["content"].as_str().unwrap().contains("hi"),
+        "{tool_result}"
+    );
+    assert_eq!(
+        events.types(),
+        ["assistant", "assistant", "user", "assistant", "result"]
+    );
+    engine.close().await.unwrap();
+    let lines = transcript_lines(&env.config);
+    let result_line = lines
+        .iter()
+        .find(|l| l["toolUseResult"].is_object())
+        .unwrap();
+    assert!(result_line["sourceToolAssistantUUID"].is_string());
+}
+
+#[tokio::test]
+async fn a_call_needing_approval_is_denied_without_a_prompt_channel() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_1", "Bash", json!({"command": "rm -rf build"})));
+    server.push(Reply::new().text("I could not run it."));
+    let engine = Engine::open(options(&env, &server, Arc::new(Collect::default())))
+        .await
+        .unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("clean"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success);
+    assert_eq!(result.permission_denials.len(), 1);
+    assert_eq!(result.permission_denials[0].tool_name, "Bash");
+    let second = server.requests()[1].json();
+    let told = &second["messages"][2]["content"][0];
+    assert_eq!(told["is_error"], true, "the model is told: {told}");
+    assert_eq!(engine.store().get().denial_tracking.total, 1);
+    engine.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_interrupt_mid_stream_is_recorded_and_the_session_resumes() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    let gate = Gate::new();
+    let reply = Reply::new().text("first part").text("second part").build();
+    // Pause right after the first block is complete, in the middle of the response.
+    let frames = strata_testkit::render::anthropic_frames(&reply);
+    let first_stop = frames
+        .iter()
+        .position(|f| f.event.as_deref() == Some("content_block_stop"))
+        .unwrap();
+    server.push(MockResponse::message(reply).pause_after(first_stop + 1, &gate));
+    let events = Arc::new(Collect::default());
+    let engine = Engine::open(options(&env, &server, events.clone()))
+        .await
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let stopper = cancel.clone();
+    let paused = gate.clone();
+    tokio::spawn(async move {
+        paused.reached().await;
+        // Give the client a moment to read what was sent before the pause.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stopper.cancel();
+    });
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        engine.run_prompt(Message::user_text("go"), cancel),
+    )
+    .await
+    .expect("the interrupt ends the turn promptly");
+    assert_eq!(result.subtype, ResultSubtype::ErrorDuringExecution);
+    assert!(result.is_error);
+    let session = engine.session_id();
+    engine.close().await.unwrap();
+    gate.release();
+
+    let lines = transcript_lines(&env.config);
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["user", "file-history-snapshot", "assistant", "user"],
+        "the completed block is kept"
+    );
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "user");
+    assert!(
+        last["message"]["content"]
+            .to_string()
+            .contains("[Request interrupted by user]")
+    );
+
+    // Resume: the restored conversation goes to the model.
+    server.push(Reply::new().text("continuing"));
+    let mut opts = options(&env, &server, Arc::new(Collect::default()));
+    opts.resume = Some(ResumeTarget::Session(session.clone()));
+    let engine = Engine::open(opts).await.unwrap();
+    assert_eq!(engine.session_id(), session);
+    let result = engine
+        .run_prompt(Message::user_text("again"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    let request = server.requests().last().unwrap().json();
+    let text = request["messages"].to_string();
+    assert!(
+        text.contains("\"go\""),
+        "the first prompt is restored: {text}"
+    );
+    assert!(
+        text.contains("first part"),
+        "the completed block is restored: {text}"
+    );
+    assert!(text.contains("again"));
+    engine.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn max_turns_ends_the_run_with_error_max_turns() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_1", "Glob", json!({"pattern": "*.rs"})));
+    server.push(Reply::new().text("never asked"));
+    let mut opts = options(&env, &server, Arc::new(Collect::default()));
+    opts.max_turns = Some(1);
+    let engine = Engine::open(opts).await.unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("look"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::ErrorMaxTurns);
+    assert_eq!(server.requests().len(), 1);
+    engine.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn resuming_an_unknown_session_says_so() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    let mut opts = options(&env, &server, Arc::new(Collect::default()));
+    opts.resume = Some(ResumeTarget::Session(
+        "0b5e9d2c-0000-4000-8000-000000000000".into(),
+    ));
+    let err = Engine::open(opts).await.err().expect("no such session");
+    assert_eq!(
+        err.to_string(),
+        "No conversation found with session ID: 0b5e9d2c-0000-4000-8000-000000000000"
+    );
+}
