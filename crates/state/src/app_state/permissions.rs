@@ -380,7 +380,7 @@ impl DenialTracking {
 }
 
 #[cfg(test)]
-mod tests {
+mod denial_tests {
     use super::*;
 
     #[test]
