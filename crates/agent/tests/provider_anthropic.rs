@@ -659,3 +659,38 @@ async fn a_refused_connection_is_a_transport_error_naming_the_cause() {
     assert!(matches!(err, ProviderError::Transport { .. }), "{err:?}");
     assert!(text.to_lowercase().contains("refused"), "{text}");
 }
+
+#[tokio::test]
+async fn content_and_an_error_in_one_read_arrive_in_order() {
+    // Regression: the error used to overtake the events decoded from the same read.
+    let server = MockServer::start().await.unwrap();
+    let mut frames = strata_testkit::render::anthropic_frames(&Reply::new().text("abc").build());
+    frames.truncate(4); // message_start, ping, text start, first delta
+    frames.push(strata_testkit::render::anthropic_error_frame(
+        "api_error",
+        "Internal",
+    ));
+    server.push(MockResponse::raw_sse(strata_testkit::render::to_sse(
+        &frames,
+    )));
+    let p = provider(&server, fast_retries(2));
+    let out = run(
+        &p,
+        request(vec![Message::user_text("x")]),
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(
+        out.result.unwrap_err().to_string(),
+        "anthropic API error: Internal"
+    );
+    assert!(
+        matches!(
+            out.events.last(),
+            Some(StreamEvent::ContentBlockDelta { delta: strata_agent::provider::BlockDelta::Text(t), .. }) if t == "a"
+        ),
+        "{:?}",
+        out.events
+    );
+    assert_eq!(out.events.len(), 4);
+}

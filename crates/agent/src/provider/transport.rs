@@ -95,6 +95,7 @@ pub(crate) fn sse_stream<D: WireDecoder>(
         ready: VecDeque::new(),
         held: Vec::new(),
         committed: false,
+        failure: None,
     };
     Box::pin(futures::stream::unfold(driver, |mut d| async move {
         d.next().await.map(|item| (item, d))
@@ -127,6 +128,8 @@ struct Driver<D> {
     held: Vec<StreamEvent>,
     /// Whether content was released (no transparent retry after that).
     committed: bool,
+    /// The error that ended the stream, reported once `ready` is drained.
+    failure: Option<ProviderError>,
 }
 
 /// What to do after a failure.
@@ -140,6 +143,9 @@ impl<D: WireDecoder> Driver<D> {
         loop {
             if let Some(event) = self.ready.pop_front() {
                 return Some(Ok(event));
+            }
+            if let Some(e) = self.failure.take() {
+                return Some(Err(e));
             }
             if matches!(self.phase, Phase::Done) {
                 return None;
@@ -219,8 +225,9 @@ impl<D: WireDecoder> Driver<D> {
                     self.phase = Phase::Connect;
                 }
                 Err(Next::Fail(e)) => {
+                    // Events released before the failure go out first, then the error.
                     self.phase = Phase::Done;
-                    return Some(Err(e));
+                    self.failure = Some(e);
                 }
             }
         }
