@@ -208,6 +208,17 @@ async fn tool_use_round_trip_assembles_input_and_sends_the_result_back() {
     );
     assert_eq!(messages[2]["content"][0]["tool_use_id"], "toolu_01");
     assert_eq!(messages[2]["content"][0]["content"], "hi\n");
+    assert_eq!(
+        messages[2]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    // What a resume test compares: the conversation as built, without cache marks.
+    let sent = server.requests()[1].messages();
+    assert_eq!(
+        sent[2]["content"][0],
+        json!({"tool_use_id": "toolu_01", "type": "tool_result", "content": "hi\n"})
+    );
+    assert_eq!(sent[0], json!({"role": "user", "content": "say hi"}));
 }
 
 #[tokio::test]

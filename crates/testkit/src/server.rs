@@ -51,6 +51,30 @@ impl RecordedRequest {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
 
+    /// The body's `messages`, with every `cache_control` mark removed from their
+    /// content blocks: the conversation as the test built it. (The Anthropic provider
+    /// marks the last block of the last message as a prompt-cache breakpoint, and turns
+    /// that message's plain-string content into one text block to carry the mark.)
+    pub fn messages(&self) -> Vec<Value> {
+        let mut body = self.json();
+        let Some(Value::Array(messages)) = body.get_mut("messages").map(Value::take) else {
+            return Vec::new();
+        };
+        messages
+            .into_iter()
+            .map(|mut m| {
+                if let Some(Value::Array(blocks)) = m.get_mut("content") {
+                    for b in blocks.iter_mut() {
+                        if let Value::Object(b) = b {
+                            b.remove("cache_control");
+                        }
+                    }
+                }
+                m
+            })
+            .collect()
+    }
+
     /// The body as text.
     pub fn body_text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
