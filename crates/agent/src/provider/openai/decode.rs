@@ -381,3 +381,85 @@ pub(super) fn read_error(status: u16, _headers: &HeaderMap, body: &[u8]) -> Prov
     }
     error
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+    use strata_protocol::message::AssistantMessage;
+    use strata_testkit::Reply;
+    use strata_testkit::render::{openai_frames, to_sse};
+
+    use super::*;
+    use crate::provider::MessageAccumulator;
+    use crate::provider::sse::SseParser;
+
+    fn decode(chunks: &[&[u8]]) -> Result<AssistantMessage, ProviderError> {
+        let mut parser = SseParser::new();
+        let mut decoder = OpenAiDecoder::default();
+        let (mut sse, mut events) = (Vec::new(), Vec::new());
+        for c in chunks {
+            parser.feed(c, &mut sse);
+        }
+        parser.finish(&mut sse);
+        for e in sse {
+            decoder.event(e, &mut events)?;
+        }
+        decoder.end(&mut events)?;
+        let mut acc = MessageAccumulator::new();
+        for e in &events {
+            acc.push(e)?;
+        }
+        Ok(acc.finish()?)
+    }
+
+    #[test]
+    fn ollama_style_string_errors_and_missing_bodies_are_read() {
+        let err = read_error(500, &HeaderMap::new(), br#"{"error":"model crashed"}"#);
+        assert_eq!(
+            err.to_string(),
+            "openai API error (HTTP 500): model crashed"
+        );
+        assert!(err.is_retryable());
+        let err = read_error(401, &HeaderMap::new(), b"");
+        assert_eq!(
+            err.to_string(),
+            "openai API error (HTTP 401): (no error message) — check OPENAI_API_KEY"
+        );
+    }
+
+    proptest! {
+        /// Any split of the chunk stream yields the message that was streamed: text,
+        /// reasoning as thinking, tool calls with their arguments reassembled.
+        #[test]
+        fn any_chunking_of_a_streamed_completion_rebuilds_the_message(
+            text in proptest::option::of("[a-zA-Z é✓\n\"]{1,30}"),
+            reasoning in proptest::option::of("[a-z .]{1,20}"),
+            calls in proptest::collection::vec("[a-z]{1,8}", 0..3),
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..12),
+        ) {
+            let mut reply = Reply::new().id("chatcmpl-p").model("m").usage(40, 7);
+            if let Some(r) = &reasoning {
+                reply = reply.thinking(r.clone(), "");
+            }
+            if let Some(t) = &text {
+                reply = reply.text(t.clone());
+            }
+            for (i, arg) in calls.iter().enumerate() {
+                reply = reply.tool_use(format!("call_{i}"), "Bash", json!({"command": arg, "n": i}));
+            }
+            let expected = reply.build();
+            let bytes = to_sse(&openai_frames(&expected)).into_bytes();
+            let mut points: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
+            points.sort_unstable();
+            let mut chunks: Vec<&[u8]> = Vec::new();
+            let mut at = 0;
+            for p in points {
+                chunks.push(&bytes[at..p]);
+                at = p;
+            }
+            chunks.push(&bytes[at..]);
+            prop_assert_eq!(decode(&chunks).unwrap(), expected);
+        }
+    }
+}
