@@ -1,28 +1,39 @@
 //! Listing sessions fast (`strata sessions list`, the resume picker).
 //!
-//! The reference agent parses every transcript in full to list them, which takes minutes
-//! for large histories. A listing needs little: the title (metadata lines, small), the
-//! first prompt (near the top), the timestamps of the first and last entries, and a
-//! count of messages. So each file is read once and each line is classified from its
-//! first keys only ([`scan_head`]): the reference writer (and strata's) puts `type`
-//! before the bulk of every line except assistant lines, whose `message` comes first.
-//! Only the few lines that carry what the listing shows are scanned further. Files are
-//! summarised on two threads.
+//! The reference agent parses every transcript in full each time it lists them, which
+//! takes minutes for a large history. A listing needs little of each transcript: the
+//! title (metadata lines), the first prompt (near the top), the first and last entry
+//! times, and a count of messages. Two things make it fast:
+//!
+//! - **Reading little.** Each line is classified from its first keys only
+//!   ([`crate::reader::line::scan_head`]): the reference writer (and strata's) puts
+//!   `type` before the bulk of every line except assistant lines, whose `message` comes
+//!   first. Only the few lines that carry what the listing shows are scanned further.
+//! - **Reading once.** Transcripts are append-only, so each project folder keeps an index
+//!   (`.strata-sessions-index.json`, beside the transcripts; the reference agent ignores
+//!   it) with every transcript's summary, its size, modification time and a fingerprint
+//!   of its first bytes. An unchanged transcript is not opened at all; one that grew is
+//!   read from where the summary stopped; one that was rewritten is read again. The
+//!   index is only a cache: a missing or unreadable one is rebuilt, and it is replaced
+//!   atomically so concurrent listings never see half of it.
 //!
 //! `messageCount` counts the `user` and `assistant` lines of the main conversation
-//! (sidechain lines excluded), dead branches included; `sessions show` counts the live
+//! (sidechain lines excluded, dead branches included); `sessions show` counts the live
 //! conversation only.
 
+mod index;
+mod summary;
+
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use strata_config::paths;
-use strata_protocol::transcript::{Entry, MetadataEntry};
 
-use crate::reader::line::{Head, flag, scan_head, scan_line};
+pub use summary::FIRST_PROMPT_MAX_CHARS;
 
-/// Longest first prompt kept, in characters (pasted prompts can be huge).
-pub const FIRST_PROMPT_MAX_CHARS: usize = 500;
+use index::{Index, IndexEntry};
+use summary::{FINGERPRINT_BYTES, ScanState, fingerprint};
 
 /// One session in a listing.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,20 +95,32 @@ pub enum ListError {
 
 /// The sessions of the project rooted at `project_root`, newest first.
 pub fn list_project(config_dir: &Path, project_root: &Path) -> Result<Listing, ListError> {
-    let dir = paths::project_sessions_dir(config_dir, project_root);
-    summarize_all(transcripts_in(&dir)?)
+    let mut listing = list_folder(&paths::project_sessions_dir(config_dir, project_root))?;
+    sort(&mut listing);
+    Ok(listing)
 }
 
 /// The sessions of every project, newest first.
 pub fn list_all(config_dir: &Path) -> Result<Listing, ListError> {
     let root = paths::projects_dir(config_dir);
-    let mut files = Vec::new();
+    let mut listing = Listing::default();
     for dir in read_dir(&root)? {
         if dir.is_dir() {
-            files.extend(transcripts_in(&dir)?);
+            let l = list_folder(&dir)?;
+            listing.sessions.extend(l.sessions);
+            listing.unreadable.extend(l.unreadable);
         }
     }
-    summarize_all(files)
+    sort(&mut listing);
+    Ok(listing)
+}
+
+fn sort(listing: &mut Listing) {
+    listing.sessions.sort_by(|x, y| {
+        y.modified
+            .cmp(&x.modified)
+            .then_with(|| y.session_id.cmp(&x.session_id))
+    });
 }
 
 fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, ListError> {
@@ -111,249 +134,150 @@ fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, ListError> {
     }
 }
 
-/// The session transcripts of a project folder (sub-agent files excluded).
-fn transcripts_in(dir: &Path) -> Result<Vec<PathBuf>, ListError> {
-    Ok(read_dir(dir)?
-        .into_iter()
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".jsonl") && !n.starts_with("agent-"))
-        })
-        .collect())
+/// A transcript found in a folder, with what `stat` says about it.
+struct Found {
+    name: String,
+    path: PathBuf,
+    size: u64,
+    modified: SystemTime,
 }
 
-fn summarize_all(files: Vec<PathBuf>) -> Result<Listing, ListError> {
-    let half = files.len() / 2;
-    let (mut a, b) = if files.len() >= 64 {
-        std::thread::scope(|s| {
-            let second = s.spawn(|| summarize_files(&files[half..]));
-            let first = summarize_files(&files[..half]);
+/// Lists one project folder, using and refreshing its index.
+fn list_folder(dir: &Path) -> Result<Listing, ListError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listing::default()),
+        Err(source) => {
+            return Err(ListError::Io {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut found = Vec::new();
+    for e in rd.filter_map(Result::ok) {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        if !name.ends_with(".jsonl") || name.starts_with("agent-") {
+            continue;
+        }
+        let Ok(meta) = e.metadata() else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        found.push(Found {
+            path: e.path(),
+            name,
+            size: meta.len(),
+            modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        });
+    }
+    let old = Index::load(dir);
+    // Unchanged transcripts come straight from the index; the rest are read, on two
+    // threads when there are many.
+    let (fresh, stale): (Vec<&Found>, Vec<&Found>) = found.iter().partition(|f| {
+        old.get(&f.name)
+            .is_some_and(|e| e.size == f.size && e.modified_ns == nanos(f.modified))
+    });
+    let refresh = |files: &[&Found]| -> Vec<Result<IndexEntry, String>> {
+        let mut buf = Vec::new();
+        files
+            .iter()
+            .map(|f| refresh_entry(f, old.get(&f.name), &mut buf).map_err(|e| e.to_string()))
+            .collect()
+    };
+    let refreshed: Vec<Result<IndexEntry, String>> = if stale.len() >= 16 {
+        let half = stale.len() / 2;
+        let (a, b) = std::thread::scope(|s| {
+            let second = s.spawn(|| refresh(&stale[half..]));
+            let first = refresh(&stale[..half]);
             // A panic while summarising is a bug; surface it.
             #[allow(clippy::expect_used)]
             (first, second.join().expect("listing thread panicked"))
-        })
+        });
+        a.into_iter().chain(b).collect()
     } else {
-        (summarize_files(&files), Vec::new())
+        refresh(&stale)
     };
-    a.extend(b);
+
     let mut listing = Listing::default();
-    for r in a {
-        match r {
-            Ok(s) => listing.sessions.push(s),
-            Err((p, e)) => listing.unreadable.push((p, e)),
+    let mut new_index = Index::default();
+    for f in fresh {
+        if let Some(e) = old.get(&f.name) {
+            listing.sessions.push(summary_of(dir, f, &e.state));
+            new_index.insert(f.name.clone(), e.clone());
         }
     }
-    listing.sessions.sort_by(|x, y| {
-        y.modified
-            .cmp(&x.modified)
-            .then_with(|| y.session_id.cmp(&x.session_id))
-    });
+    for (f, r) in stale.iter().zip(refreshed) {
+        match r {
+            Ok(e) => {
+                listing.sessions.push(summary_of(dir, f, &e.state));
+                new_index.insert(f.name.clone(), e);
+            }
+            Err(why) => listing.unreadable.push((f.path.clone(), why)),
+        }
+    }
+    if new_index != old {
+        // A cache that cannot be written only costs the next listing some time.
+        if let Err(e) = new_index.store(dir) {
+            tracing::debug!("cannot write the session index in {}: {e}", dir.display());
+        }
+    }
     Ok(listing)
 }
 
-type Summarized = Result<SessionSummary, (PathBuf, String)>;
-
-fn summarize_files(files: &[PathBuf]) -> Vec<Summarized> {
-    let mut buf = Vec::new();
-    files
-        .iter()
-        .map(|p| summarize(p, &mut buf).map_err(|e| (p.clone(), e.to_string())))
-        .collect()
+fn nanos(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// Summarises one transcript, reading it into `buf` (reused across files).
-pub fn summarize(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<SessionSummary> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
-    let meta = f.metadata()?;
-    buf.clear();
-    f.read_to_end(buf)?;
-    let buf = &buf[..];
-    let mut s = SessionSummary {
-        session_id: path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        path: path.to_path_buf(),
-        project_folder: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-        cwd: None,
-        title: None,
-        first_prompt: None,
-        message_count: 0,
-        created_at: None,
-        updated_at: None,
-        modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+fn summary_of(dir: &Path, f: &Found, s: &ScanState) -> SessionSummary {
+    SessionSummary {
+        session_id: f.name.trim_end_matches(".jsonl").to_owned(),
+        path: f.path.clone(),
+        project_folder: dir.to_path_buf(),
+        cwd: s.cwd.clone(),
+        title: s.custom_title.clone().or_else(|| s.ai_title.clone()),
+        first_prompt: s.first_prompt.clone().or_else(|| s.command.clone()),
+        message_count: s.message_count,
+        created_at: s.created_at.clone(),
+        updated_at: s.updated_at.clone(),
+        modified: f.modified,
+    }
+}
+
+/// Brings a transcript's summary up to date: reads only what was appended since `old`
+/// when the file still starts the same, else the whole file.
+fn refresh_entry(
+    f: &Found,
+    old: Option<&IndexEntry>,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<IndexEntry> {
+    let mut file = std::fs::File::open(&f.path)?;
+    let mut head = vec![0u8; FINGERPRINT_BYTES.min(usize::try_from(f.size).unwrap_or(0))];
+    file.read_exact(&mut head)?;
+    let print = fingerprint(&head);
+    let mut state = match old {
+        Some(e)
+            if e.state.fingerprint == print
+                && e.state.scanned <= f.size
+                && e.state.scanned >= head.len() as u64 =>
+        {
+            e.state.clone()
+        }
+        _ => ScanState {
+            fingerprint: print,
+            ..ScanState::default()
+        },
     };
-    let (mut custom, mut ai, mut command) = (None, None, None);
-    let mut last_line = None;
-    for (start, end) in lines(buf) {
-        last_line = Some((start, end));
-        let (head, sidechain) = scan_head(buf, start, end);
-        let ty = match head {
-            Head::Type(t) => &buf[t.start..t.end],
-            Head::MessageFirst => b"assistant",
-            Head::Unknown => b"",
-        };
-        let wanted = match ty {
-            b"user" | b"assistant" if !sidechain => {
-                s.message_count += 1;
-                (ty == b"user" && s.first_prompt.is_none())
-                    || s.created_at.is_none()
-                    || s.cwd.is_none()
-            }
-            b"custom-title" | b"ai-title" => {
-                match std::str::from_utf8(&buf[start..end]).ok().map(Entry::parse) {
-                    Some(Ok(Entry::Metadata(MetadataEntry::CustomTitle(e)))) => {
-                        custom = Some(e.custom_title)
-                    }
-                    Some(Ok(Entry::Metadata(MetadataEntry::AiTitle(e)))) => ai = Some(e.ai_title),
-                    _ => {}
-                }
-                false
-            }
-            _ => s.created_at.is_none() || s.cwd.is_none(),
-        };
-        if !wanted {
-            continue;
-        }
-        let Ok(l) = scan_line(buf, start, end, 0) else {
-            continue;
-        };
-        if s.created_at.is_none() {
-            s.created_at = l.text_of(buf, l.timestamp).map(|t| t.into_owned());
-        }
-        if s.cwd.is_none() {
-            s.cwd = l.text_of(buf, l.cwd).map(|t| t.into_owned());
-        }
-        if ty == b"user"
-            && !sidechain
-            && s.first_prompt.is_none()
-            && !l.has(flag::META)
-            && let Some(text) = l.text_of(buf, l.text)
-        {
-            match prompt_of(&text) {
-                Prompt::Typed(p) => s.first_prompt = Some(p),
-                Prompt::Command(c) if command.is_none() => command = Some(c),
-                _ => {}
-            }
-        }
-    }
-    s.first_prompt = s.first_prompt.or(command);
-    s.title = custom.or(ai);
-    s.updated_at = last_timestamp(buf, last_line);
-    Ok(s)
-}
-
-/// The timestamp of the last line that has one, searching backwards from the end.
-fn last_timestamp(buf: &[u8], last: Option<(usize, usize)>) -> Option<String> {
-    let (_, mut end) = last?;
-    loop {
-        let start = memchr::memrchr(b'\n', &buf[..end]).map_or(0, |k| k + 1);
-        if let Ok(l) = scan_line(buf, start, end, 0)
-            && let Some(t) = l.text_of(buf, l.timestamp)
-        {
-            return Some(t.into_owned());
-        }
-        if start == 0 {
-            return None;
-        }
-        end = start - 1;
-        if end > 0 && buf[end - 1] == b'\r' {
-            end -= 1;
-        }
-    }
-}
-
-/// The non-blank lines of `buf` as `(start, end)`, without `\r\n`.
-fn lines(buf: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut start = 0;
-    std::iter::from_fn(move || {
-        while start < buf.len() {
-            let end = memchr::memchr(b'\n', &buf[start..]).map_or(buf.len(), |k| start + k);
-            let s = start;
-            start = end + 1;
-            let e = if end > s && buf[end - 1] == b'\r' {
-                end - 1
-            } else {
-                end
-            };
-            if e > s {
-                return Some((s, e));
-            }
-        }
-        None
+    file.seek(SeekFrom::Start(state.scanned))?;
+    buf.clear();
+    file.read_to_end(buf)?;
+    state.feed(buf);
+    Ok(IndexEntry {
+        size: f.size,
+        modified_ns: nanos(f.modified),
+        state,
     })
-}
-
-enum Prompt {
-    /// Text the user typed.
-    Typed(String),
-    /// A slash command (`/name args`), used when nothing was typed.
-    Command(String),
-    /// Not a prompt (command output, notifications, interruptions).
-    Skip,
-}
-
-/// Classifies the text of a user line for the first-prompt column.
-fn prompt_of(text: &str) -> Prompt {
-    let t = text.trim();
-    if t.is_empty() || t.starts_with("[Request interrupted") {
-        return Prompt::Skip;
-    }
-    if t.starts_with('<') {
-        return match between(t, "<command-name>", "</command-name>") {
-            Some(name) => {
-                let args = between(t, "<command-args>", "</command-args>")
-                    .unwrap_or("")
-                    .trim();
-                Prompt::Command(shorten(&if args.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{name} {args}")
-                }))
-            }
-            None => Prompt::Skip,
-        };
-    }
-    Prompt::Typed(shorten(t))
-}
-
-fn between<'t>(t: &'t str, open: &str, close: &str) -> Option<&'t str> {
-    let from = t.find(open)? + open.len();
-    let to = t[from..].find(close)? + from;
-    Some(t[from..to].trim())
-}
-
-fn shorten(t: &str) -> String {
-    match t.char_indices().nth(FIRST_PROMPT_MAX_CHARS) {
-        Some((cut, _)) => format!("{}…", &t[..cut]),
-        None => t.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prompts_skip_command_output_and_keep_commands_as_a_fallback() {
-        assert!(matches!(prompt_of("  fix the bug "), Prompt::Typed(p) if p == "fix the bug"));
-        assert!(matches!(
-            prompt_of("<local-command-stdout>x</local-command-stdout>"),
-            Prompt::Skip
-        ));
-        assert!(matches!(
-            prompt_of("[Request interrupted by user]"),
-            Prompt::Skip
-        ));
-        assert!(matches!(
-            prompt_of("<command-name>/review</command-name>\n<command-message>review</command-message>\n<command-args>PR 12</command-args>"),
-            Prompt::Command(c) if c == "/review PR 12"
-        ));
-        let long = "x".repeat(FIRST_PROMPT_MAX_CHARS + 10);
-        assert!(
-            matches!(prompt_of(&long), Prompt::Typed(p) if p.chars().count() == FIRST_PROMPT_MAX_CHARS + 1)
-        );
-    }
 }
