@@ -5,9 +5,10 @@
 //! line and the next record fuses with it. This module makes that impossible by giving
 //! every transcript exactly one owner:
 //!
-//! - A dedicated thread owns the file and is fed by a channel, so any number of handles
-//!   (cloned [`TranscriptWriter`]s, sync code and tokio tasks alike) can append without
-//!   ever interleaving bytes.
+//! - A dedicated thread owns the file and is fed by a channel (a queue of whole
+//!   serialized records, `queue.rs`), so any number of handles (cloned
+//!   [`TranscriptWriter`]s, sync code and tokio tasks alike) can append without ever
+//!   interleaving bytes.
 //! - Callers serialize their entry into one complete line before it is sent; the thread
 //!   writes whole lines only — one `write` per batch of whole records — and never a
 //!   partial record followed by another record.
@@ -19,7 +20,8 @@
 //!   record appended before them is on disk (`fdatasync`, plus the parent directory when
 //!   the file was just created). That return is the acknowledgement: a record
 //!   acknowledged this way is never lost. The last handle's drop, and
-//!   [`TranscriptWriter::close`], fsync too.
+//!   [`TranscriptWriter::close`], fsync too. [`TranscriptWriter::request_sync`] asks for
+//!   the same acknowledgement without waiting for it at once; `sync_async` awaits it.
 //! - The file is locked exclusively (`flock` on the transcript itself, released by the
 //!   kernel when the process dies, even by `SIGKILL`), so two strata processes never
 //!   append to the same transcript; the second gets [`WriterError::Locked`] naming the
@@ -33,7 +35,9 @@
 //!   never fuse with the next record. The same repair follows a failed write.
 //! - Errors reach the caller: a failed write (disk full) keeps the unwritten records in
 //!   memory and retries them, `append` reports the outstanding error, and `sync` fails
-//!   until the records are durable. Nothing is dropped silently.
+//!   until the records are durable. Nothing is dropped silently. A failed fsync is
+//!   permanent for the writer (the kernel may have dropped the unwritten pages, so no
+//!   later sync could honestly succeed).
 //!
 //! Large tool outputs are kept out of the transcript by [`tool_results`].
 
