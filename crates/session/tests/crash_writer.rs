@@ -20,12 +20,13 @@
     clippy::print_stderr
 )]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use strata_session::resume::LoadedSession;
 use strata_session::writer::{TranscriptWriter, WriterError};
 
 const CHILD_ENV: &str = "STRATA_TEST_CRASH_CHILD";
@@ -62,15 +63,24 @@ fn crash_child() {
             Err(e) => panic!("{e}"),
         }
     };
+    // Like a resumed session, continue the conversation from the last whole record.
+    let mut parent = last_uuid(Path::new(path));
     let stdout = std::io::stdout();
     let mut until_sync = 1 + rng.below(8);
     for seq in 0..1_000_000u64 {
         // Sizes from a few hundred bytes to 64 KB: large batches take long enough to
         // write that some kills land in the middle of one.
         let pad = "p".repeat((rng.below(4) * 16_000 + rng.below(2_000)) as usize);
+        let uuid = record_uuid(run, seq);
+        let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
         writer
-            .append(&json!({"type": "user", "run": run, "seq": seq, "pad": pad}))
+            .append(&json!({
+                "parentUuid": parent, "isSidechain": false, "type": "user",
+                "message": {"role": "user", "content": format!("prompt {run}.{seq}")},
+                "uuid": uuid, "timestamp": timestamp, "run": run, "seq": seq, "pad": pad,
+            }))
             .unwrap();
+        parent = Some(uuid);
         until_sync -= 1;
         if until_sync == 0 {
             writer.sync().unwrap();
@@ -80,6 +90,21 @@ fn crash_child() {
             until_sync = 1 + rng.below(8);
         }
     }
+}
+
+/// The uuid of record `seq` of run `run`, in the UUID v4 shape strata writes.
+fn record_uuid(run: u64, seq: u64) -> String {
+    format!("{run:08x}-0000-4000-8000-{seq:012x}")
+}
+
+/// The uuid of the last whole record of the transcript, read from its end.
+fn last_uuid(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    let tail = &bytes[bytes.len().saturating_sub(4 << 20)..];
+    tail.split(|&b| b == b'\n').rev().find_map(|line| {
+        let v: Value = serde_json::from_slice(line).ok()?;
+        v["uuid"].as_str().map(str::to_owned)
+    })
 }
 
 #[test]
@@ -128,18 +153,21 @@ fn sp5_sigkill_at_random_moments_never_loses_an_acknowledged_record() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Process start takes a few ms; kill anywhere from before the first append to
-        // well into the run.
-        std::thread::sleep(Duration::from_micros(rng.below(40_000)));
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut out = String::new();
+        if rng.below(3) == 0 {
+            // Process start takes a few ms on a quiet machine, far more on a busy one:
+            // a third of the kills land anywhere from before the first append on.
+            std::thread::sleep(Duration::from_micros(rng.below(40_000)));
+        } else {
+            // The others land mid-run: after the first acknowledged sync, anywhere in
+            // the next few dozen writes and fsyncs.
+            while stdout.read_line(&mut out).unwrap() > 0 && !out.contains("ack ") {}
+            std::thread::sleep(Duration::from_micros(rng.below(30_000)));
+        }
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        let mut out = String::new();
-        child
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
+        stdout.read_to_string(&mut out).unwrap();
         // Only whole `ack` lines count: a line cut by the kill was not fully reported.
         let acked = out
             .split_inclusive('\n')
@@ -162,6 +190,18 @@ fn sp5_sigkill_at_random_moments_never_loses_an_acknowledged_record() {
     // The last torn tail (if any) is not a line yet; finish the file as a writer would.
     TranscriptWriter::open(&path).unwrap().close().unwrap();
     checker.check_round(&path, u64::MAX, None);
+
+    // And the transcript resumes: the loader reads the same records, skips the same torn
+    // lines, and rebuilds one unbroken conversation through all of them.
+    if let Ok(keep) = std::env::var("STRATA_CRASH_KEEP") {
+        std::fs::copy(&path, keep).unwrap(); // to look at a failure
+    }
+    let session = LoadedSession::load(&path).unwrap();
+    assert_eq!(session.malformed().len() as u64, checker.malformed);
+    assert_eq!(session.message_count() as u64, checker.records);
+    assert!(session.repairs().is_empty(), "{:?}", session.repairs());
+    let (run, seq) = checker.last.unwrap();
+    assert_eq!(session.leaf_uuid(), Some(record_uuid(run, seq)));
     eprintln!(
         "{rounds} kills in {:.1}s: {acked_total} acknowledged records all present, \
          {} records found, {} torn lines skipped, {torn_by_kill} kills left a torn tail",
