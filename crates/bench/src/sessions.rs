@@ -119,6 +119,7 @@ fn measure_all(work: &Path, only: Option<&str>) -> anyhow::Result<()> {
                 "peak_rss_per_file_size": (peak / size * 100.0).round() / 100.0,
                 "load_ms": median["load_ms"],
                 "model_messages_ms": median["model_messages_ms"],
+                "cpu_ms": median["cpu_ms"],
             })
         );
         std::fs::remove_dir_all(&cfg)?;
@@ -229,9 +230,22 @@ fn resume_child(path: &str) -> anyhow::Result<()> {
             "model_messages_ms": round1((total - loaded).as_secs_f64() * 1000.0),
             "messages": session.message_count(),
             "peak_rss_mb": crate::measure::peak_rss_mb(),
+            "cpu_ms": cpu_ms(),
         })
     );
     Ok(())
+}
+
+/// CPU time this process used so far (user + system, both threads), in milliseconds,
+/// from `/proc/self/stat` (10 ms resolution). On a shared machine the wall time of a run
+/// depends on what else runs; this does much less.
+fn cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks * 10.0)
 }
 
 /// In the fresh process: list the project's sessions.

@@ -5,9 +5,13 @@
 //! last line of a kind wins when a session is resumed (a later `custom-title` renames).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+
+use crate::message::fields::CowKey;
 
 /// A metadata line, tagged by its `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,13 +202,15 @@ pub struct FileHistorySnapshotEntry {
 }
 
 /// The state of every tracked file at one user message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read by hand rather than derived: a resume reads a snapshot per user message, and a
+/// derived reader with `flatten` would buffer every snapshot (and every file in it) twice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileHistorySnapshot {
     /// The user message this snapshot belongs to.
     pub message_id: String,
     /// Backups by file path (as the tool saw it).
-    #[serde(default)]
     pub tracked_file_backups: BTreeMap<String, FileBackup>,
     /// When the snapshot was taken.
     pub timestamp: String,
@@ -214,12 +220,11 @@ pub struct FileHistorySnapshot {
 }
 
 /// One tracked file in a snapshot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileBackup {
     /// The backup's name in `file-history/<session>/` (`<sha16>@v<n>`), or `None` when the
     /// file did not exist (rewind deletes it).
-    #[serde(default)]
     pub backup_file_name: Option<String>,
     /// The backup version, counting from 1 per file.
     pub version: u32,
@@ -256,4 +261,72 @@ pub struct OpaqueEntry {
     /// Every field except `type`, in order.
     #[serde(flatten)]
     pub fields: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for FileHistorySnapshot {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FileHistorySnapshot;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a file-history snapshot object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<FileHistorySnapshot, A::Error> {
+                let (mut message_id, mut timestamp, mut files, mut extra) =
+                    (None, None, BTreeMap::new(), Map::new());
+                while let Some(key) = map.next_key_seed(CowKey)? {
+                    match &*key {
+                        "messageId" => message_id = Some(map.next_value()?),
+                        "timestamp" => timestamp = Some(map.next_value()?),
+                        "trackedFileBackups" => files = map.next_value()?,
+                        _ => {
+                            extra.insert(key.into_owned(), map.next_value()?);
+                        }
+                    }
+                }
+                Ok(FileHistorySnapshot {
+                    message_id: message_id.ok_or_else(|| de::Error::missing_field("messageId"))?,
+                    tracked_file_backups: files,
+                    timestamp: timestamp.ok_or_else(|| de::Error::missing_field("timestamp"))?,
+                    extra,
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for FileBackup {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FileBackup;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a file backup object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FileBackup, A::Error> {
+                let (mut name, mut version, mut time, mut extra) = (None, None, None, Map::new());
+                while let Some(key) = map.next_key_seed(CowKey)? {
+                    match &*key {
+                        "backupFileName" => name = map.next_value()?,
+                        "version" => version = Some(map.next_value()?),
+                        "backupTime" => time = Some(map.next_value()?),
+                        _ => {
+                            extra.insert(key.into_owned(), map.next_value()?);
+                        }
+                    }
+                }
+                Ok(FileBackup {
+                    backup_file_name: name,
+                    version: version.ok_or_else(|| de::Error::missing_field("version"))?,
+                    backup_time: time.ok_or_else(|| de::Error::missing_field("backupTime"))?,
+                    extra,
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
 }

@@ -235,19 +235,85 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
-    /// Skips one value of any kind.
+    /// Skips one value of any kind, checking its grammar.
+    ///
+    /// Most of a transcript's bytes are in values nobody reads (tool outputs, progress
+    /// payloads), so this is the hottest loop of a resume: it walks nested values with an
+    /// explicit stack (one bit per level: object or array) instead of recursion and
+    /// callbacks.
     pub(crate) fn skip_value(&mut self) -> ScanResult<()> {
-        match self.peek_value() {
-            Some(b'"') => self.string().map(|_| ()),
-            Some(b'{') => self.object(|s, _| s.skip_value()),
-            Some(b'[') => self.array(|s| s.skip_value()),
-            Some(b't') => self.literal(b"true"),
-            Some(b'f') => self.literal(b"false"),
-            Some(b'n') => self.literal(b"null"),
-            Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(_) => self.err("expected a JSON value"),
-            None => self.err("unexpected end of line"),
+        let mut objects: u128 = 0;
+        let mut depth: u32 = 0;
+        loop {
+            // A value is expected here.
+            match self.peek_value() {
+                Some(b'"') => {
+                    self.string()?;
+                }
+                Some(open @ (b'{' | b'[')) => {
+                    self.pos += 1;
+                    let close = if open == b'{' { b'}' } else { b']' };
+                    if self.peek_value() == Some(close) {
+                        self.pos += 1;
+                    } else {
+                        if depth + self.depth >= MAX_DEPTH {
+                            return self.err("nested too deeply");
+                        }
+                        objects = (objects << 1) | u128::from(open == b'{');
+                        depth += 1;
+                        if open == b'{' {
+                            self.key_and_colon()?;
+                        }
+                        continue;
+                    }
+                }
+                Some(b't') => self.literal(b"true")?,
+                Some(b'f') => self.literal(b"false")?,
+                Some(b'n') => self.literal(b"null")?,
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                Some(_) => return self.err("expected a JSON value"),
+                None => return self.err("unexpected end of line"),
+            }
+            // A value ended: close the containers it ends, or move to the next element.
+            loop {
+                if depth == 0 {
+                    return Ok(());
+                }
+                let in_object = objects & 1 == 1;
+                match self.peek_value() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        if in_object {
+                            self.key_and_colon()?;
+                        }
+                        break;
+                    }
+                    Some(b'}') if in_object => {}
+                    Some(b']') if !in_object => {}
+                    _ => {
+                        return self.err(if in_object {
+                            "expected ',' or '}' in an object"
+                        } else {
+                            "expected ',' or ']' in an array"
+                        });
+                    }
+                }
+                self.pos += 1;
+                objects >>= 1;
+                depth -= 1;
+            }
         }
+    }
+
+    /// Reads an object key and the colon after it.
+    fn key_and_colon(&mut self) -> ScanResult<()> {
+        self.string()?;
+        self.skip_ws();
+        if self.peek() != Some(b':') {
+            return self.err("expected ':' after a key");
+        }
+        self.pos += 1;
+        Ok(())
     }
 
     /// Walks an object: `field` is called with each key and must consume its value.

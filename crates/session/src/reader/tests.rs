@@ -90,3 +90,45 @@ fn streaming_for_resume_agrees_with_reading_whole() {
         assert_eq!(Some(&again[k][..]), whole.line_text(i as usize));
     }
 }
+
+#[test]
+fn lines_longer_than_the_read_buffer_are_read_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("t.jsonl");
+    let big = "x".repeat(3 << 20);
+    let text = format!(
+        "{{\"type\":\"tag\",\"tag\":\"a\"}}\n{{\"parentUuid\":null,\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":\"{big}\"}},\"uuid\":\"u1\",\"timestamp\":\"t\"}}\n{{\"type\":\"tag\",\"tag\":\"b\"}}\n"
+    );
+    std::fs::write(&p, &text).unwrap();
+    let t = Transcript::read_for_resume(&p).unwrap();
+    assert!(t.malformed().is_empty());
+    assert_eq!(t.lines.len(), 3);
+    let l = &t.lines[1];
+    assert_eq!(
+        (l.number, l.len as usize),
+        (2, text.lines().nth(1).unwrap().len())
+    );
+    assert_eq!(
+        t.raw(l, l.message.unwrap()).len(),
+        big.len() + r#"{"role":"user","content":""}"#.len()
+    );
+    assert_eq!(t.lines[2].number, 3);
+}
+
+/// Regression: fields with escapes were decoded using the bytes around them, which in the
+/// compact store are not their quotes.
+#[test]
+fn escaped_fields_decode_from_the_compact_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("t.jsonl");
+    std::fs::write(
+        &p,
+        "{\"parentUuid\":null,\"type\":\"system\",\"subtype\":\"local_command\",\"content\":\"a\\n\\\"b\\\" \\u001b[1m\",\"uuid\":\"u\\u0031\",\"timestamp\":\"t\"}\n",
+    )
+    .unwrap();
+    let t = Transcript::read_for_resume(&p).unwrap();
+    let l = &t.lines[0];
+    assert!(!l.whole, "resume keeps fields, not lines");
+    assert_eq!(t.text(l, l.text).unwrap(), "a\n\"b\" \u{1b}[1m");
+    assert_eq!(t.text(l, l.uuid).unwrap(), "u1");
+}

@@ -77,12 +77,16 @@ fn metadata_lines(t: &Transcript) -> impl Iterator<Item = &LineInfo> {
         .filter(|l| matches!(l.kind, LineKind::Meta(_)))
 }
 
-/// The snapshot of a file-history snapshot line.
+/// The snapshot of a file-history snapshot line. Read directly (the line's other fields
+/// are skipped): a resume reads one per live user message.
 pub(crate) fn snapshot(t: &Transcript, l: &LineInfo) -> Option<FileHistorySnapshot> {
-    match parse(t, l)? {
-        MetadataEntry::FileHistorySnapshot(s) => Some(s.snapshot),
-        _ => None,
+    #[derive(serde::Deserialize)]
+    struct Line {
+        snapshot: FileHistorySnapshot,
     }
+    serde_json::from_slice::<Line>(t.whole(l)?)
+        .ok()
+        .map(|line| line.snapshot)
 }
 
 fn parse(t: &Transcript, l: &LineInfo) -> Option<MetadataEntry> {
