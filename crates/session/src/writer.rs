@@ -262,7 +262,7 @@ impl TranscriptWriter {
     /// this entry *is* queued behind the unwritten ones, and none of them is durable
     /// until [`sync`](Self::sync) succeeds.
     ///
-    /// Never waits for the disk, except when 64 MiB are queued and not yet written (a
+    /// Never waits for the disk, except when 16 MiB are queued and not yet written (a
     /// disk far slower than the agent): then it waits for room rather than grow memory.
     pub fn append<R: TranscriptRecord + ?Sized>(&self, entry: &R) -> Result<(), WriterError> {
         thread_local! {

@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use super::worker::{Reply, StoredError};
 
-/// Producers wait when this many bytes are queued and not yet taken (a disk far slower
-/// than the agent), instead of growing memory without bound.
-const MAX_QUEUED: usize = 64 << 20;
+/// Producers wait when this many bytes are queued and not yet taken (a disk slower than
+/// the agent), instead of growing memory without bound; it also bounds how long a turn
+/// end can wait behind earlier records (16 MiB is well under a second of writing).
+const MAX_QUEUED: usize = 16 << 20;
 
 /// The writer thread has stopped; nothing more can be queued.
 #[derive(Debug)]
