@@ -21,6 +21,7 @@ use strata_protocol::message::{AssistantMessage, Message, MessageContent};
 use strata_protocol::transcript::{EntryKind, FileHistorySnapshot};
 
 pub use fork::{ForkOutcome, fork};
+pub(crate) use locate::subagent_transcripts;
 pub use locate::{find_by_id, latest_in_project, resolve};
 pub use metadata::SessionMetadata;
 
@@ -155,7 +156,7 @@ impl LoadedSession {
             summaries.get(uuid.as_ref()).cloned()
         });
         let (file_history, latest_snapshot) = live_snapshots(&transcript, &chain, &snapshots);
-        let subagents_found = locate::subagent_transcripts(path, &session_id);
+        let subagents_found = subagent_transcripts(path, &session_id);
         let mut usage = UsageCollector::new();
         usage.add(&transcript);
         let mut subagents = Vec::new();

@@ -237,6 +237,25 @@ impl UsageCollector {
     }
 }
 
+/// The usage and cost of the session whose transcript is `path`, its sub-agents
+/// included (both layouts): what the agent restores as the session's cost when the
+/// project's saved cost slot belongs to another session (SP-4), so cost never silently
+/// resets on resume. Unreadable sub-agent transcripts are left out.
+pub fn session_usage(path: &std::path::Path) -> Result<UsageReport, crate::reader::ReadError> {
+    let mut c = UsageCollector::new();
+    c.add(&Transcript::read_for_resume(path)?);
+    let session_id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for (_, sub) in crate::resume::subagent_transcripts(path, &session_id) {
+        if let Ok(t) = Transcript::read_for_resume(&sub) {
+            c.add(&t);
+        }
+    }
+    Ok(c.report())
+}
+
 /// The cost of `u` at `price`.
 pub fn cost(price: ModelPrice, u: &ModelUsage) -> f64 {
     let w1 = u.cache_creation_1h_input_tokens;

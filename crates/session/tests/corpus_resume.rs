@@ -372,3 +372,17 @@ fn sp3_metadata_and_file_history_are_recovered() {
     assert_eq!(s.metadata.summary, None);
     assert!(!s.file_history.is_empty());
 }
+
+#[test]
+fn sp4_session_usage_matches_what_resume_reports() {
+    for file in [
+        "spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
+        "codemie/claude/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl",
+    ] {
+        let path = corpus().join(file);
+        let s = LoadedSession::load(&path).unwrap();
+        let u = strata_session::usage::session_usage(&path).unwrap();
+        assert_eq!(u, s.usage, "{file}");
+        assert!(u.total_cost_usd > 0.0);
+    }
+}
