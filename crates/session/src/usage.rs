@@ -16,11 +16,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 
-use strata_protocol::message::SYNTHETIC_MODEL;
-
 use crate::chain::PassHasher;
 use crate::reader::Transcript;
-use crate::reader::line::{LineKind, UsageCounts, flag, id_hash};
+use crate::reader::line::{LineKind, UsageCounts, flag};
 
 /// USD per million tokens of one model.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -175,23 +173,20 @@ impl UsageCollector {
     /// Counts the assistant lines of `t` (those before a skipped compact boundary too).
     pub fn add(&mut self, t: &Transcript) {
         for l in t.pre_boundary.iter().chain(t.lines.iter()) {
-            if l.kind != LineKind::Assistant || l.has(flag::API_ERROR) {
+            // Everything decided here was read while the line was scanned: the store (and
+            // the model's name) is only touched for a response not seen before.
+            if l.kind != LineKind::Assistant || l.has(flag::API_ERROR) || l.has(flag::SYNTHETIC) {
                 continue;
             }
             let Some(usage) = l.usage.as_deref() else {
                 continue;
             };
-            let model = l.model.map_or(&b""[..], |m| t.raw(l, m));
-            if model == SYNTHETIC_MODEL.as_bytes() {
-                continue;
-            }
             let model = || t.text(l, l.model).unwrap_or_default().into_owned();
             if l.msg_h == 0 {
                 self.anonymous.push((model(), *usage));
                 continue;
             }
-            let req = l.request_id.map_or(0, |r| id_hash(t.raw(l, r)));
-            let key = l.msg_h ^ req.rotate_left(29);
+            let key = l.msg_h ^ l.req_h.rotate_left(29);
             match self.responses.get_mut(&key) {
                 Some((_, kept)) => {
                     if usage.total() > kept.total() {

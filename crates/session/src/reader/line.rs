@@ -104,6 +104,8 @@ pub(crate) mod flag {
     pub(crate) const COMPACT_SUMMARY: u8 = 4;
     /// `isApiErrorMessage: true`.
     pub(crate) const API_ERROR: u8 = 8;
+    /// `message.model` is `<synthetic>`: not an API call.
+    pub(crate) const SYNTHETIC: u8 = 16;
 }
 
 /// Token counts of an assistant line, read without building a [`strata_protocol::message::Usage`].
@@ -163,6 +165,8 @@ pub(crate) struct LineInfo {
     pub(crate) uuid_h: u64,
     pub(crate) parent_h: u64,
     pub(crate) msg_h: u64,
+    /// [`id_hash`] of `requestId` (0: absent).
+    pub(crate) req_h: u64,
     pub(crate) uuid: Option<Sp>,
     pub(crate) parent: Option<Sp>,
     pub(crate) logical_parent: Option<Sp>,
@@ -290,6 +294,7 @@ pub(crate) fn scan_line(buf: &[u8], start: usize, end: usize, number: u32) -> Sc
         uuid_h: 0,
         parent_h: 0,
         msg_h: 0,
+        req_h: 0,
         len: u32::try_from(end - start).unwrap_or(u32::MAX),
         number,
         kind: LineKind::Unknown,
@@ -411,6 +416,13 @@ pub(crate) fn scan_line(buf: &[u8], start: usize, end: usize, number: u32) -> Sc
     info.uuid_h = hash(info.uuid);
     info.parent_h = hash(info.parent);
     info.msg_h = hash(info.msg_id);
+    info.req_h = hash(info.request_id);
+    if info.model.is_some_and(|m| {
+        let a = m.abs(start);
+        &buf[a.start..a.end] == strata_protocol::message::SYNTHETIC_MODEL.as_bytes()
+    }) {
+        info.flags |= flag::SYNTHETIC;
+    }
     Ok(info)
 }
 
