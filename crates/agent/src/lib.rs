@@ -19,4 +19,5 @@ pub mod engine;
 pub mod permissions;
 pub mod provider;
 pub mod query;
+mod sync;
 pub mod tools;

@@ -26,10 +26,11 @@
 mod callbacks;
 mod subagent;
 
+use crate::sync::lock;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use crate::tools::ToolContext;
 
@@ -257,10 +258,4 @@ impl fmt::Debug for ToolUseContext {
             .field("denials", &self.denials)
             .finish_non_exhaustive()
     }
-}
-
-/// Locks a context mutex. These hold plain maps and counters updated by single calls, so
-/// a panic elsewhere cannot leave them half-updated: poisoning is ignored.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -1,8 +1,9 @@
 //! [`SessionHooks`]: what tools reach of the session — file history before edits, the
 //! side folder for large outputs, and the todo list in the app store.
 
+use crate::sync::lock;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use smol_str::SmolStr;
@@ -115,10 +116,4 @@ fn status_name(status: TodoStatus) -> &'static str {
         TodoStatus::InProgress => "in_progress",
         TodoStatus::Completed => "completed",
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Both guarded values (the file history, the prompt uuid) change only through
-    // whole-value operations; a panic elsewhere cannot leave them half-updated.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -14,10 +14,11 @@ pub(crate) mod hooks;
 mod open;
 pub(crate) mod record;
 
+use crate::sync::lock;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use smol_str::SmolStr;
@@ -329,9 +330,4 @@ fn api_key_source(provider: &str) -> String {
     } else {
         "none".to_owned()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Each guarded value is replaced whole; poisoning cannot leave it half-set.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -6,7 +6,8 @@
 //! exactly as the reference agent writes them, so either program can resume the other's
 //! sessions. Metadata lines (file-history snapshots) do not join the chain.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use crate::sync::lock;
+use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 use strata_protocol::message::{AssistantMessage, Message};
@@ -135,9 +136,4 @@ pub(crate) fn timestamp_now() -> String {
     chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.3fZ")
         .to_string()
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The leaf is replaced in one assignment after a successful write: never half-set.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

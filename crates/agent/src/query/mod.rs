@@ -14,6 +14,7 @@
 
 mod calls;
 
+use crate::sync::lock;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -400,9 +401,4 @@ fn system_prompt(inner: &Inner) -> String {
         root = inner.project_root.display(),
         os = std::env::consts::OS,
     )
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // The guarded values are replaced or changed in single operations.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -27,11 +27,12 @@ mod read;
 mod todo;
 mod write;
 
+pub(crate) use crate::sync::lock;
 use std::fmt;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use strata_state::EnvOverlay;
@@ -179,13 +180,6 @@ impl fmt::Debug for ToolContext {
     }
 }
 
-/// Locks a mutex, recovering the data if a panicking thread poisoned it: every value
-/// behind these locks (a path, a list, a map) is valid after any single assignment, so
-/// a poisoned lock holds consistent data.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl ToolContext {
     /// A context for a session rooted at `project_root`: the working directory starts
     /// there, nothing is cancelled, no environment overlay, nothing read yet.
@@ -213,7 +207,11 @@ impl ToolContext {
 
     /// A snapshot of the environment overlay.
     pub fn env_overlay(&self) -> Vec<(String, String)> {
-        self.env.snapshot().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.env
+            .snapshot()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Adds or overwrites one overlay variable (never removes: FX-5).
