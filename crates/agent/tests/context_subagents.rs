@@ -10,7 +10,9 @@ use strata_agent::context::{
     DenialCounters, NoopCallbacks, SubagentOptions, ToolUseContext, create_subagent_context,
 };
 use strata_agent::tools::{NoHooks, ReadStamp, ToolContext};
-use strata_state::tasks::{LocalAgent, StopAction, TaskId, TaskKind, TaskState, TaskStatus};
+use strata_state::tasks::{
+    LocalAgent, StopAction, TaskId, TaskKind, TaskState, TaskStatus, updaters,
+};
 use strata_state::{AppState, RuntimeFacts, default_app_state};
 use strata_store::Store;
 
@@ -66,31 +68,11 @@ fn start_background_task(ctx: &ToolUseContext, n: usize) -> TaskId {
         .runtime
         .tasks
         .insert(id.clone(), Arc::new(move || handle_token.cancel()));
-    let _ = ctx
-        .set_app_state_for_tasks
-        .set(|s| match s.tasks.tasks.register(task) {
-            Some(tasks) => Arc::new(AppState {
-                tasks: strata_state::tasks::TasksDomain {
-                    tasks,
-                    ..s.tasks.clone()
-                },
-                ..AppState::clone(s)
-            }),
-            None => Arc::clone(s),
-        });
+    let _ = ctx.set_app_state_for_tasks.set(updaters::register(task));
     let (setter, task_id) = (ctx.set_app_state_for_tasks.clone(), id.clone());
     tokio::spawn(async move {
         token.cancelled().await;
-        let _ = setter.set(|s| match s.tasks.tasks.kill(&task_id, 1) {
-            Some(tasks) => Arc::new(AppState {
-                tasks: strata_state::tasks::TasksDomain {
-                    tasks,
-                    ..s.tasks.clone()
-                },
-                ..AppState::clone(s)
-            }),
-            None => Arc::clone(s),
-        });
+        let _ = setter.set(updaters::kill(task_id, 1));
     });
     id
 }

@@ -13,7 +13,8 @@
 //! The pieces: [`TaskMap`] with the per-task lifecycle (register, start, progress,
 //! complete, fail, kill), each returning "unchanged" when nothing changes; selectors
 //! ([`viewed_teammate_task`], [`input_target`], SL-1); transitions on [`TasksDomain`]
-//! (enter and exit a view, stop or dismiss, the eviction sweep: SL-2, SL-3).
+//! (enter and exit a view, stop or dismiss, the eviction sweep: SL-2, SL-3); and
+//! [`updaters`], the same operations as app-state updaters for the store.
 
 mod handles;
 pub mod log_map;
@@ -21,6 +22,7 @@ mod map;
 mod model;
 mod selectors;
 mod transitions;
+pub mod updaters;
 
 pub use handles::{Cancel, TaskHandles};
 pub use map::{EVICTION_GRACE_MS, TaskMap};
