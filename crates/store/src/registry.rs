@@ -167,6 +167,12 @@ pub struct Subscription {
 
 impl Subscription {
     /// Keeps the callback registered for as long as its store or signal lives.
+    ///
+    /// ```
+    /// let signal: strata_store::Signal<u8> = strata_store::Signal::new();
+    /// signal.subscribe(|_| {}).detach();
+    /// assert_eq!(signal.subscriber_count(), 1);
+    /// ```
     pub fn detach(mut self) {
         self.detach = None;
     }

@@ -14,6 +14,17 @@ use std::sync::Arc;
 use crate::store::Store;
 
 /// How a selection decides that a newly selected value differs from the last one.
+///
+/// ```
+/// use strata_store::{ByFn, ByPtr, ByValue, Equality};
+/// use std::sync::Arc;
+/// assert!(ByValue.same(&1, &1));
+/// let a = Arc::new(5);
+/// assert!(ByPtr.same(&a, &Arc::clone(&a)));
+/// assert!(!ByPtr.same(&a, &Arc::new(5))); // equal value, other allocation
+/// let same_len = ByFn(|a: &String, b: &String| a.len() == b.len());
+/// assert!(same_len.same(&"ab".to_string(), &"cd".to_string()));
+/// ```
 pub trait Equality<V> {
     /// True when `a` and `b` count as the same slice.
     fn same(&self, a: &V, b: &V) -> bool;
@@ -131,6 +142,18 @@ impl<T, V: fmt::Debug, F, E> fmt::Debug for Selection<T, V, F, E> {
 
 /// Any selection over a state `T`, type-erased, so a view can keep a list of the slices
 /// it renders: `Vec<Box<dyn Selected<AppState>>>`.
+///
+/// ```
+/// use strata_store::{Selected, Store};
+/// #[derive(Clone)]
+/// struct S { a: u8, b: &'static str }
+/// let store = Store::new(S { a: 1, b: "x" });
+/// let mut view: Vec<Box<dyn Selected<S>>> =
+///     vec![Box::new(store.select(|s| s.a)), Box::new(store.select(|s| s.b))];
+/// let _ = store.update(|s| s.b = "y");
+/// let changed: Vec<bool> = store.with(|s| view.iter_mut().map(|sel| sel.refresh(s)).collect());
+/// assert_eq!(changed, [false, true]);
+/// ```
 pub trait Selected<T> {
     /// Re-selects from `state`; true when the slice changed.
     fn refresh(&mut self, state: &T) -> bool;

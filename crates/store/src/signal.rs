@@ -31,6 +31,11 @@ pub struct Signal<E: ?Sized> {
 
 impl<E: ?Sized + 'static> Signal<E> {
     /// A signal with no subscribers.
+    ///
+    /// ```
+    /// let signal: strata_store::Signal<u8> = strata_store::Signal::new();
+    /// assert_eq!(signal.subscriber_count(), 0);
+    /// ```
     pub fn new() -> Self {
         Self {
             handlers: Registry::new(),
@@ -38,16 +43,40 @@ impl<E: ?Sized + 'static> Signal<E> {
     }
 
     /// Calls `handler` on every later emit until the returned handle is dropped.
+    ///
+    /// ```
+    /// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+    /// let signal = strata_store::Signal::new();
+    /// let total = Arc::new(AtomicU32::new(0));
+    /// let t = Arc::clone(&total);
+    /// let _sub = signal.subscribe(move |n: &u32| { t.fetch_add(*n, Ordering::SeqCst); });
+    /// signal.emit(&2);
+    /// signal.emit(&3);
+    /// assert_eq!(total.load(Ordering::SeqCst), 5);
+    /// ```
     pub fn subscribe(&self, handler: impl Fn(&E) + Send + Sync + 'static) -> Subscription {
         self.handlers.add(Box::new(handler))
     }
 
-    /// Calls every subscribed handler with `event`.
+    /// Calls every subscribed handler with `event` (nobody: nothing happens).
+    ///
+    /// ```
+    /// let signal: strata_store::Signal<str> = strata_store::Signal::new();
+    /// signal.emit("no one is listening");
+    /// ```
     pub fn emit(&self, event: &E) {
         self.handlers.emit(event);
     }
 
     /// The number of subscribed handlers.
+    ///
+    /// ```
+    /// let signal: strata_store::Signal<()> = strata_store::Signal::new();
+    /// let sub = signal.subscribe(|_| {});
+    /// assert_eq!(signal.subscriber_count(), 1);
+    /// drop(sub);
+    /// assert_eq!(signal.subscriber_count(), 0);
+    /// ```
     pub fn subscriber_count(&self) -> usize {
         self.handlers.len()
     }

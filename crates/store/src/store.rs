@@ -14,18 +14,49 @@ use crate::wait::Changed;
 
 /// How many re-entrant updates may follow each other (an update made while delivering an
 /// update made while delivering …) before the store calls it a feedback loop and panics.
+///
+/// A bounded chain is fine; this listener re-enters twice, then stops:
+///
+/// ```
+/// use std::sync::Arc;
+/// let store = strata_store::Store::new(0u32);
+/// let s = store.clone();
+/// let _sub = store.subscribe(move |n: &Arc<u32>| {
+///     if **n < 3 {
+///         let _ = s.set(|n| Arc::new(**n + 1));
+///     }
+/// });
+/// let _ = store.set(|_| Arc::new(1));
+/// assert_eq!(*store.get(), 3);
+/// assert!(2 < strata_store::MAX_REENTRANT_DEPTH);
+/// ```
 pub const MAX_REENTRANT_DEPTH: u32 = 100;
 
 /// The number of commits a store has made; 0 for the initial state.
 ///
 /// Versions increase by one per commit and are delivered in order, so "has the store
 /// changed since I last looked" is one comparison.
+///
+/// ```
+/// use std::sync::Arc;
+/// let store = strata_store::Store::new(0);
+/// let seen = store.version();
+/// let _ = store.set(|n| Arc::new(**n + 1));
+/// assert!(store.version() > seen);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version(pub u64);
 
 /// What [`Store::set`] did.
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata_store::{Store, Update, Version};
+/// let store = Store::new(0);
+/// assert_eq!(store.set(|n| Arc::new(**n + 1)), Update::Committed(Version(1)));
+/// assert_eq!(store.set(Arc::clone), Update::Unchanged);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[must_use = "an update may be a no-op; check `is_committed` if it matters"]
 pub enum Update {
     /// The updater returned the previous state: nothing was committed or notified.
     Unchanged,
@@ -35,11 +66,23 @@ pub enum Update {
 
 impl Update {
     /// True when a new state was committed.
+    ///
+    /// ```
+    /// use strata_store::{Update, Version};
+    /// assert!(Update::Committed(Version(3)).is_committed());
+    /// assert!(!Update::Unchanged.is_committed());
+    /// ```
     pub fn is_committed(self) -> bool {
         matches!(self, Update::Committed(_))
     }
 
     /// The committed version, if any.
+    ///
+    /// ```
+    /// use strata_store::{Update, Version};
+    /// assert_eq!(Update::Committed(Version(3)).version(), Some(Version(3)));
+    /// assert_eq!(Update::Unchanged.version(), None);
+    /// ```
     pub fn version(self) -> Option<Version> {
         match self {
             Update::Committed(v) => Some(v),

@@ -81,6 +81,23 @@ impl Waiters {
 ///
 /// Made by [`Store::changed`](crate::Store::changed). Cancel-safe: dropping it
 /// unregisters it.
+///
+/// A render loop waits for changes, then re-reads only what it shows:
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata_store::Store;
+/// # futures::executor::block_on(async {
+/// let store = Store::new(0u64);
+/// let writer = store.clone();
+/// let t = std::thread::spawn(move || for _ in 0..3 { let _ = writer.set(|n| Arc::new(**n + 1)); });
+/// let mut seen = store.version();
+/// while *store.get() < 3 {
+///     seen = store.changed(seen).await; // no polling: woken by the commit
+/// }
+/// t.join().unwrap();
+/// # });
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct Changed<T> {
     shared: Arc<Shared<T>>,
