@@ -345,7 +345,7 @@ fn rule6_a_listener_added_during_a_round_is_first_called_in_the_next() {
     let (o, s) = (Arc::clone(&order), store.clone());
     let added = Arc::new(Mutex::new(None));
     let a = Arc::clone(&added);
-    let _adder = store.subscribe(move |state| {
+    let _adder = store.subscribe(move |_state| {
         let mut added = a.lock().unwrap();
         if added.is_none() {
             let o = Arc::clone(&o);
