@@ -68,7 +68,6 @@ fn size_at(unit: f64) -> usize {
 const POOL: usize = 2_048;
 
 /// Runs the append benchmark and prints its JSON line.
-#[allow(dead_code)] // called by the `sessions` workload
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let entries = parse_entries(args)?;
     let dir = std::env::temp_dir().join(format!("strata-bench-append-{}", std::process::id()));
