@@ -157,6 +157,21 @@ impl<T: Send + Sync + 'static> Shared<T> {
             return Update::Committed(Version(version));
         }
 
+        if !core.dispatching
+            && core.pending.is_empty()
+            && self.hook.is_none()
+            && self.listeners.len() == 0
+        {
+            // Nobody is told about commits: delivering this one is a no-op, done here in
+            // the commit's critical section (a listener subscribing right now counts as
+            // added after this round began, rule 6).
+            core.delivered = version;
+            drop(core);
+            self.waiters.wake();
+            drop(commit);
+            return Update::Committed(Version(version));
+        }
+
         if core.dispatching {
             core.pending.push_back(commit);
             drop(core);

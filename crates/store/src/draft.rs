@@ -13,7 +13,8 @@ use std::sync::Arc;
 /// no clone and commits nothing, which keeps the store's no-change path O(1) (ST-3).
 pub struct Draft<'a, T> {
     base: &'a Arc<T>,
-    edited: Option<T>,
+    /// The copy, built directly in its own `Arc` so committing it moves no bytes.
+    edited: Option<Arc<T>>,
 }
 
 impl<'a, T: Clone> Draft<'a, T> {
@@ -22,10 +23,7 @@ impl<'a, T: Clone> Draft<'a, T> {
     pub(crate) fn apply(base: &'a Arc<T>, f: impl FnOnce(&mut Draft<'a, T>)) -> Arc<T> {
         let mut draft = Draft { base, edited: None };
         f(&mut draft);
-        match draft.edited {
-            Some(edited) => Arc::new(edited),
-            None => Arc::clone(base),
-        }
+        draft.edited.unwrap_or_else(|| Arc::clone(base))
     }
 
     /// True once the draft has been written to (and so will be committed).
@@ -56,7 +54,11 @@ impl<T> Deref for Draft<'_, T> {
 
 impl<T: Clone> DerefMut for Draft<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.edited.get_or_insert_with(|| T::clone(self.base))
+        let base = self.base;
+        let edited = self.edited.get_or_insert_with(|| Arc::new(T::clone(base)));
+        // The copy was made here and is never shared before `apply` returns it, so it is
+        // unique and `make_mut` never clones again.
+        Arc::make_mut(edited)
     }
 }
 
