@@ -19,12 +19,27 @@ pub(crate) struct Failure {
 impl Failure {
     /// Exit code 1: the command could not do what was asked (bad file, unknown id, …).
     pub(crate) fn failed(message: impl Into<String>) -> Self {
-        Self { code: 1, message: message.into() }
+        Self {
+            code: 1,
+            message: message.into(),
+        }
     }
 
     /// Exit code 2: the command line or the environment is wrong (usage, missing setup).
     pub(crate) fn usage(message: impl Into<String>) -> Self {
-        Self { code: 2, message: message.into() }
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// Exit with `code` and print nothing more: the command already told the user (a
+    /// headless run whose output ends with an error `result`).
+    pub(crate) fn reported(code: u8) -> Self {
+        Self {
+            code,
+            message: String::new(),
+        }
     }
 }
 
@@ -43,7 +58,9 @@ pub(crate) fn report(result: anyhow::Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             if let Some(failure) = err.downcast_ref::<Failure>() {
-                eprintln!("{}", failure.message);
+                if !failure.message.is_empty() {
+                    eprintln!("{}", failure.message);
+                }
                 return ExitCode::from(failure.code);
             }
             eprintln!("strata: {err:#}");

@@ -1,0 +1,144 @@
+//! Answers to the client's control requests (`--input-format stream-json`).
+//!
+//! | subtype               | what strata does                                          | response |
+//! |-----------------------|-----------------------------------------------------------|----------|
+//! | `initialize`          | records the handshake (once per session)                  | the session's capabilities, below |
+//! | `interrupt`           | cancels the running turn (nothing to do between turns)    | success |
+//! | `set_permission_mode` | changes the mode through the engine's one gate; the engine emits `system/status` | success, or an error naming why (unknown mode, bypass not available) |
+//! | `set_model`           | changes the model (`null` or `"default"`: the default)    | success or error |
+//! | `rewind_files`        | restores files to their state at a user message           | the engine's report (JSON) or error |
+//! | anything else         | nothing                                                   | an error naming the subtype |
+//!
+//! `initialize` answers with what the session offers, in the reference SDK's shape:
+//! `commands` (`[{"name","description","argumentHint"}]`, the slash commands of the
+//! `init` line), `output_style` and `available_output_styles`, `models`
+//! (`[{"value","displayName","description"}]`: the session's model and the provider's
+//! default), and strata's own `permission_prompts`: `"stdio"` when permission prompts are
+//! sent to the client as `can_use_tool` requests (`--permission-prompt-tool stdio`, what
+//! the reference SDKs pass when their user gives a permission callback), `"none"` when
+//! calls that need approval are denied and listed in the result's `permission_denials`.
+//! Hook callbacks registered at `initialize` are not supported yet: the response is still
+//! a success and a warning on stderr says they will not be called.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use strata_agent::engine::Engine;
+use strata_protocol::sdk::{ControlRequest, ControlRequestBody, ControlResponse};
+use tokio_util::sync::CancellationToken;
+
+/// Answers control requests for one session.
+pub(crate) struct Controller {
+    engine: Arc<Engine>,
+    /// Whether permission prompts go to the client.
+    prompts_to_client: bool,
+    /// The provider's default model, offered in `initialize`'s model list.
+    default_model: Option<String>,
+    initialized: bool,
+}
+
+impl Controller {
+    pub(crate) fn new(
+        engine: Arc<Engine>,
+        prompts_to_client: bool,
+        default_model: Option<String>,
+    ) -> Self {
+        Self {
+            engine,
+            prompts_to_client,
+            default_model,
+            initialized: false,
+        }
+    }
+
+    /// Carries out `request`; `turn` is the running turn's token, if one runs.
+    pub(crate) fn handle(
+        &mut self,
+        request: ControlRequest,
+        turn: Option<&CancellationToken>,
+    ) -> ControlResponse {
+        let id = request.request_id;
+        let outcome = match request.request {
+            ControlRequestBody::Initialize { hooks, extra: _ } => self.initialize(hooks),
+            ControlRequestBody::Interrupt => {
+                if let Some(turn) = turn {
+                    turn.cancel();
+                }
+                Ok(None)
+            }
+            ControlRequestBody::SetPermissionMode { mode } => {
+                self.engine.set_permission_mode(&mode).map(|()| None)
+            }
+            ControlRequestBody::SetModel { model } => {
+                let model = model.filter(|m| m != "default");
+                self.engine.set_model(model).map(|()| None)
+            }
+            ControlRequestBody::RewindFiles {
+                user_message_id,
+                dry_run,
+            } => self
+                .engine
+                .rewind_files(&user_message_id, dry_run)
+                .map(Some),
+            ControlRequestBody::CanUseTool { .. } => {
+                Err("can_use_tool requests go from strata to the client, not the other way".into())
+            }
+            ControlRequestBody::Other(body) => Err(unsupported(&body)),
+        };
+        match outcome {
+            Ok(response) => ControlResponse::success(id, response),
+            Err(error) => ControlResponse::error(id, error),
+        }
+    }
+
+    fn initialize(&mut self, hooks: Option<Value>) -> Result<Option<Value>, String> {
+        if self.initialized {
+            return Err("already initialized: initialize is sent once per session".into());
+        }
+        self.initialized = true;
+        if hooks
+            .as_ref()
+            .is_some_and(|h| !h.is_null() && h != &json!({}))
+        {
+            super::warn(format_args!(
+                "hook callbacks registered at initialize are not supported yet and will not \
+                 be called"
+            ));
+        }
+        let init = self.engine.init_message();
+        let commands: Vec<Value> = init
+            .slash_commands
+            .iter()
+            .map(|name| json!({"name": name, "description": "", "argumentHint": ""}))
+            .collect();
+        let mut models = vec![json!({
+            "value": init.model,
+            "displayName": init.model,
+            "description": "the session's model",
+        })];
+        if let Some(default) = self.default_model.as_ref().filter(|d| **d != init.model) {
+            models.push(json!({
+                "value": default,
+                "displayName": default,
+                "description": "the provider's default model",
+            }));
+        }
+        Ok(Some(json!({
+            "commands": commands,
+            "output_style": init.output_style,
+            "available_output_styles": [init.output_style],
+            "models": models,
+            "permission_prompts": if self.prompts_to_client { "stdio" } else { "none" },
+        })))
+    }
+}
+
+fn unsupported(body: &Map<String, Value>) -> String {
+    match body.get("subtype").and_then(Value::as_str) {
+        Some(subtype) => format!(
+            "unsupported control request subtype {subtype:?}; strata answers initialize, \
+             interrupt, set_permission_mode, set_model and rewind_files"
+        ),
+        None => "a control request needs a \"subtype\"".into(),
+    }
+}

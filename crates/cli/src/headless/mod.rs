@@ -1,0 +1,225 @@
+//! Headless mode: `strata -p` for scripts, CI jobs and SDK clients.
+//!
+//! One run opens (or resumes) a session through the engine, runs the prompt, prints, and
+//! exits 0, or 1 when the run ended in error (`is_error`). What is printed follows the
+//! reference agent's SDK stream so its clients work unchanged:
+//!
+//! - `--output-format text`: the final result's text;
+//! - `--output-format json`: the one `result` object;
+//! - `--output-format stream-json` (with `--verbose`): `system/init`, then every message
+//!   the engine emits (`assistant`, `user`, `system/status`, `result`), one JSON object per
+//!   line, each flushed as soon as it exists ([`output`]).
+//!
+//! With `--input-format stream-json`, stdin carries user messages and control requests,
+//! read concurrently with the running turn ([`input`], [`control`]); permission prompts
+//! go to the client as `can_use_tool` requests when it asked for them
+//! ([`prompter`]); end of input ends the session once the queued prompts ran.
+//!
+//! Ctrl-C (SIGINT) interrupts the running turn through its cancellation token: the engine
+//! records the interruption and the session stays resumable; the process then exits
+//! with code 130. A second Ctrl-C exits at once.
+//!
+//! Decisions worth knowing:
+//! - with a prompt argument stdin is not read, so a script whose stdin stays open never
+//!   hangs; without one the whole of stdin is the prompt (`git diff | strata -p`);
+//! - `--permission-prompt-tool stdio` (the reference SDKs' signal that their user answers
+//!   permission prompts) is the only prompt tool; without it, calls that need approval
+//!   are denied and listed in `permission_denials`.
+
+mod control;
+mod demo;
+mod input;
+mod output;
+mod prompter;
+mod provider;
+mod session;
+
+use std::fmt;
+use std::io::{IsTerminal as _, Read as _};
+
+use strata_agent::engine::ResumeTarget;
+use strata_agent::permissions::{LaunchFlags, PermissionLaunch};
+use strata_config::paths;
+
+use crate::args::{AgentArgs, InputFormat, OutputFormat};
+use crate::exit::Failure;
+
+/// What to tell someone who starts strata without `-p` or a subcommand.
+pub(crate) const NO_INTERACTIVE_UI: &str = "\
+strata's interactive terminal UI is not built yet. Run headless with -p/--print:
+  strata -p \"<prompt>\"                     (a provider from ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL)
+  strata -p \"<prompt>\" --replay demo       (offline: plays back a recorded demo session)
+See strata --help for every flag, and strata sessions / strata config for the other commands.";
+
+/// Where the prompts come from.
+pub(crate) enum Prompts {
+    /// One prompt (argument or stdin text).
+    One(String),
+    /// `--input-format stream-json`: user messages on stdin.
+    Stream,
+}
+
+/// Everything a run needs, checked.
+pub(crate) struct Setup {
+    pub(crate) output: OutputFormat,
+    pub(crate) prompts: Prompts,
+    pub(crate) prompts_to_client: bool,
+    pub(crate) provider: std::sync::Arc<dyn strata_agent::provider::Provider>,
+    pub(crate) cwd: std::path::PathBuf,
+    pub(crate) config_dir: std::path::PathBuf,
+    pub(crate) model: Option<String>,
+    pub(crate) permission: PermissionLaunch,
+    pub(crate) settings_flag: Option<String>,
+    pub(crate) resume: Option<ResumeTarget>,
+    pub(crate) fork_session: bool,
+    pub(crate) max_turns: Option<u32>,
+    pub(crate) verbose: bool,
+    /// `--replay`'s argument, to label the run as a replay.
+    pub(crate) replay: Option<String>,
+}
+
+/// Runs `strata -p …`.
+pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
+    check_flags(&args)?;
+    let env = |name: &str| std::env::var(name).ok();
+    let provider = provider::choose(args.provider, args.replay.as_deref(), &env)?;
+    let config_dir = paths::config_dir().map_err(|e| Failure::usage(e.to_string()))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::failed(format!("cannot read the current directory: {e}")))?;
+    let prompts = match args.input_format {
+        InputFormat::StreamJson => Prompts::Stream,
+        InputFormat::Text => Prompts::One(text_prompt(args.prompt)?),
+    };
+    let resume = match (args.resume, args.continue_session) {
+        (Some(id), _) => Some(ResumeTarget::Session(id)),
+        (None, true) => Some(ResumeTarget::Continue),
+        (None, false) => None,
+    };
+    let mut allowed_tools = args.allowed_tools;
+    if args.replay.as_deref() == Some(provider::DEMO) {
+        allowed_tools.extend(demo::ALLOWED_TOOLS.map(String::from));
+    }
+    let setup = Setup {
+        output: args.output_format,
+        prompts,
+        prompts_to_client: args.permission_prompt_tool.is_some(),
+        provider,
+        cwd,
+        config_dir,
+        model: args.model,
+        permission: PermissionLaunch {
+            flags: LaunchFlags {
+                dangerously_skip_permissions: args.dangerously_skip_permissions,
+                allow_dangerously_skip_permissions: args.allow_dangerously_skip_permissions,
+            },
+            mode: args.permission_mode.map(Into::into),
+            allowed_tools,
+            disallowed_tools: args.disallowed_tools,
+            add_dirs: args.add_dirs,
+        },
+        settings_flag: args.settings,
+        resume,
+        fork_session: args.fork_session,
+        max_turns: args.max_turns,
+        verbose: args.verbose,
+        replay: args.replay,
+    };
+    // Multi-threaded: tools run in parallel and the engine may block briefly in places;
+    // two workers match the machines strata is measured on and start in well under a
+    // millisecond.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::failed(format!("cannot start the async runtime: {e}")))?;
+    let outcome = runtime.block_on(session::run(setup));
+    // Work the engine left behind (a tool's blocking task) must not keep the process
+    // alive once the session is closed.
+    runtime.shutdown_background();
+    outcome
+}
+
+/// Flag combinations that cannot work, as usage errors (exit code 2).
+fn check_flags(args: &AgentArgs) -> Result<(), Failure> {
+    if args.output_format == OutputFormat::StreamJson && !args.verbose {
+        return Err(Failure::usage(
+            "--output-format stream-json with -p/--print needs --verbose (as in the reference \
+             agent): add --verbose",
+        ));
+    }
+    if args.input_format == InputFormat::StreamJson {
+        if args.output_format != OutputFormat::StreamJson {
+            return Err(Failure::usage(
+                "--input-format stream-json needs --output-format stream-json (answers to \
+                 control requests are JSON lines)",
+            ));
+        }
+        if args.prompt.is_some() {
+            return Err(Failure::usage(
+                "--input-format stream-json reads its prompts from stdin as user messages: \
+                 drop the prompt argument",
+            ));
+        }
+    }
+    if args.resume.is_some() && args.continue_session {
+        return Err(Failure::usage(
+            "--resume and --continue cannot be combined: --resume <id> picks a session, \
+             --continue the newest one",
+        ));
+    }
+    if args.fork_session && args.resume.is_none() && !args.continue_session {
+        return Err(Failure::usage(
+            "--fork-session needs --resume <id> or --continue",
+        ));
+    }
+    match args.permission_prompt_tool.as_deref() {
+        None => {}
+        Some("stdio") if args.input_format == InputFormat::StreamJson => {}
+        Some("stdio") => {
+            return Err(Failure::usage(
+                "--permission-prompt-tool stdio needs --input-format stream-json: the answers \
+                 to permission prompts come on stdin",
+            ));
+        }
+        Some(other) => {
+            return Err(Failure::usage(format!(
+                "--permission-prompt-tool {other:?} is not supported: strata sends permission \
+                 prompts over the control protocol only (--permission-prompt-tool stdio)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The prompt of a text-input run: the argument, else all of stdin.
+fn text_prompt(argument: Option<String>) -> Result<String, Failure> {
+    let prompt = match argument {
+        Some(prompt) => prompt,
+        None => {
+            let mut stdin = std::io::stdin();
+            if stdin.is_terminal() {
+                return Err(Failure::usage(
+                    "-p/--print needs a prompt: give it as an argument (strata -p \"…\") or \
+                     pipe it on stdin",
+                ));
+            }
+            let mut text = String::new();
+            stdin
+                .read_to_string(&mut text)
+                .map_err(|e| Failure::failed(format!("cannot read the prompt from stdin: {e}")))?;
+            text
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(Failure::usage(
+            "the prompt is empty: give it as an argument (strata -p \"…\") or on stdin",
+        ));
+    }
+    Ok(prompt)
+}
+
+/// Reports a problem that does not end the run on stderr.
+#[allow(clippy::print_stderr)] // the one place headless mode talks to stderr
+pub(crate) fn warn(message: fmt::Arguments<'_>) {
+    eprintln!("strata: {message}");
+}

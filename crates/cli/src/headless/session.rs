@@ -1,0 +1,297 @@
+//! One headless session: open the engine, run the prompts, print, close.
+
+use std::collections::VecDeque;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use strata_agent::engine::{Engine, EngineOptions, EventSink, OpenError, PermissionPrompter};
+use strata_protocol::message::Message;
+use strata_protocol::sdk::{
+    ControlResponse, ResultMessage, ResultSubtype, SdkMessage, SystemMessage,
+};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::control::Controller;
+use super::input::{self, Input};
+use super::output::{LineWriter, Lines, QuietSink, StreamSink};
+use super::prompter::{Answered, PromptChannel};
+use super::{Prompts, Setup, warn};
+use crate::args::OutputFormat;
+use crate::exit::Failure;
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+const INTERRUPTED: u8 = 130;
+
+/// Runs the session `setup` describes.
+pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
+    let writer = match setup.output {
+        OutputFormat::StreamJson => Some(LineWriter::start()?),
+        OutputFormat::Text | OutputFormat::Json => None,
+    };
+    let lines = writer.as_ref().map(LineWriter::lines);
+    let events: Arc<dyn EventSink> = match &lines {
+        Some(lines) => Arc::new(StreamSink::new(lines.clone())),
+        None => Arc::new(QuietSink),
+    };
+    let prompt_channel = match (&lines, setup.prompts_to_client) {
+        (Some(lines), true) => Some(PromptChannel::new(lines.clone())),
+        _ => None,
+    };
+    let default_model = setup.provider.default_model().map(str::to_owned);
+    let provider_name = setup.provider.name();
+    let options = EngineOptions {
+        cwd: setup.cwd,
+        config_dir: setup.config_dir,
+        provider: setup.provider,
+        model: setup.model,
+        permission: setup.permission,
+        settings_flag: setup.settings_flag,
+        resume: setup.resume,
+        fork_session: setup.fork_session,
+        max_turns: setup.max_turns,
+        interactive: false,
+        verbose: setup.verbose,
+        prompter: prompt_channel
+            .clone()
+            .map(|p| p as Arc<dyn PermissionPrompter>),
+        events,
+    };
+    let engine = match Engine::open(options).await {
+        Ok(engine) => Arc::new(engine),
+        Err(err @ OpenError::NotFound(_)) => return Err(Failure::failed(err.to_string()).into()),
+        Err(OpenError::Other(message)) => return Err(Failure::failed(message).into()),
+    };
+    for warning in engine.warnings() {
+        warn(format_args!("{warning}"));
+    }
+    if let Some(source) = &setup.replay {
+        let demo_rules = if source == super::provider::DEMO {
+            format!(
+                " (the demo allows its own commands: {})",
+                super::demo::ALLOWED_TOOLS.join(", ")
+            )
+        } else {
+            String::new()
+        };
+        warn(format_args!(
+            "replay of {source}: the model's answers are recorded (no model is called); the \
+             tool calls run for real, here, with the usual permission checks{demo_rules}"
+        ));
+    }
+    if let Some(lines) = &lines {
+        let mut init = engine.init_message();
+        // Which service answers (`replay` marks a played-back session); clients that do
+        // not know the field ignore it.
+        init.extra.insert("provider".into(), provider_name.into());
+        lines.send_json(&SdkMessage::System(SystemMessage::Init(Box::new(init))));
+    }
+
+    let interrupts = Interrupts::watch();
+    let last = match setup.prompts {
+        Prompts::One(prompt) => {
+            let turn = interrupts.session.child_token();
+            Some(engine.run_prompt(Message::user_text(prompt), turn).await)
+        }
+        Prompts::Stream => {
+            let Some(lines) = &lines else {
+                // `check_flags` makes stream-json input imply stream-json output.
+                return Err(Failure::usage(
+                    "--input-format stream-json needs --output-format stream-json",
+                )
+                .into());
+            };
+            let controller =
+                Controller::new(engine.clone(), prompt_channel.is_some(), default_model);
+            stream(
+                &engine,
+                controller,
+                prompt_channel,
+                lines,
+                &interrupts.session,
+            )
+            .await?
+        }
+    };
+
+    let closed = match Arc::try_unwrap(engine) {
+        Ok(engine) => engine.close().await,
+        // Every task that held the engine has ended by now; if one still does, its
+        // transcript writer flushes when the last handle drops.
+        Err(_) => Err("the session is still in use and was not closed explicitly".into()),
+    };
+    if let Some(writer) = writer {
+        writer.finish();
+    }
+    if let Some(result) = &last {
+        print_final(setup.output, result);
+    }
+    if let Err(err) = &closed {
+        warn(format_args!("could not close the session cleanly: {err}"));
+    }
+    if interrupts.interrupted() {
+        return Err(Failure::reported(INTERRUPTED).into());
+    }
+    if last.as_ref().is_some_and(|r| r.is_error) || closed.is_err() {
+        return Err(Failure::reported(1).into());
+    }
+    Ok(())
+}
+
+/// Ctrl-C handling: the first interrupts the running turn and ends the session after
+/// it; the second exits at once.
+struct Interrupts {
+    session: CancellationToken,
+    seen: Arc<AtomicBool>,
+}
+
+impl Interrupts {
+    fn watch() -> Self {
+        let session = CancellationToken::new();
+        let seen = Arc::new(AtomicBool::new(false));
+        let (token, flag) = (session.clone(), seen.clone());
+        tokio::spawn(async move {
+            if let Err(err) = tokio::signal::ctrl_c().await {
+                warn(format_args!("cannot watch for Ctrl-C: {err}"));
+                return;
+            }
+            flag.store(true, Ordering::SeqCst);
+            token.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                warn(format_args!("interrupted twice: exiting now"));
+                std::process::exit(i32::from(INTERRUPTED));
+            }
+        });
+        Self { session, seen }
+    }
+
+    fn interrupted(&self) -> bool {
+        self.seen.load(Ordering::SeqCst)
+    }
+}
+
+/// `--input-format stream-json`: prompts from stdin run one after the other while
+/// control requests are answered at once. Returns the last turn's result.
+async fn stream(
+    engine: &Arc<Engine>,
+    mut controller: Controller,
+    prompts: Option<Arc<PromptChannel>>,
+    lines: &Lines,
+    session: &CancellationToken,
+) -> anyhow::Result<Option<ResultMessage>> {
+    let mut inputs = input::spawn_reader()?;
+    let mut input_open = true;
+    let mut queue: VecDeque<Message> = VecDeque::new();
+    let mut running: Option<(JoinHandle<ResultMessage>, CancellationToken)> = None;
+    let mut last = None;
+    loop {
+        if running.is_none()
+            && !session.is_cancelled()
+            && let Some(prompt) = queue.pop_front()
+        {
+            let turn = session.child_token();
+            let engine = engine.clone();
+            let token = turn.clone();
+            let task = tokio::spawn(async move { engine.run_prompt(prompt, token).await });
+            running = Some((task, turn));
+        }
+        if running.is_none() && (!input_open || session.is_cancelled()) {
+            break;
+        }
+        tokio::select! {
+            finished = async {
+                match running.as_mut() {
+                    Some((turn, _)) => Some(turn.await),
+                    None => None,
+                }
+            }, if running.is_some() => {
+                running = None;
+                match finished {
+                    Some(Ok(result)) => last = Some(result),
+                    Some(Err(err)) => {
+                        warn(format_args!("the turn failed: {err}"));
+                        return Err(Failure::failed("the turn ended abnormally; the session was kept").into());
+                    }
+                    None => {}
+                }
+            }
+            next = inputs.recv(), if input_open => match next {
+                None => {
+                    input_open = false;
+                    if let Some(p) = &prompts {
+                        p.close();
+                    }
+                }
+                Some(Input::Prompt(message)) => queue.push_back(message),
+                Some(Input::Control(request)) => {
+                    let turn = running.as_ref().map(|(_, t)| t);
+                    lines.send_json(&SdkMessage::ControlResponse(controller.handle(request, turn)));
+                }
+                Some(Input::BadControl { request_id, error }) => {
+                    lines.send_json(&SdkMessage::ControlResponse(ControlResponse::error(request_id, error)));
+                }
+                Some(Input::Response(response)) => {
+                    let id = response.request_id().to_owned();
+                    let answered = prompts.as_ref().map(|p| p.answer(response));
+                    if answered != Some(Answered::Prompt) {
+                        warn(format_args!("a control_response for {id:?} answers no open request; ignored"));
+                    }
+                }
+            },
+            () = session.cancelled(), if !queue.is_empty() || input_open => {
+                // Ctrl-C: the running turn's token is a child and is cancelled too; queued
+                // prompts are dropped and no more input is read.
+                queue.clear();
+                input_open = false;
+                if let Some(p) = &prompts {
+                    p.close();
+                }
+            }
+        }
+    }
+    Ok(last)
+}
+
+/// Prints the outcome for `text` and `json` output (`stream-json` printed it as it ran).
+#[allow(clippy::print_stdout)] // printing the answer is what `-p` is for
+fn print_final(format: OutputFormat, result: &ResultMessage) {
+    let mut out = std::io::stdout().lock();
+    let _ = match format {
+        OutputFormat::StreamJson => Ok(()),
+        // The same object as stream-json's last line, `"type":"result"` included.
+        OutputFormat::Json => match serde_json::to_string(&SdkMessage::Result(result.clone())) {
+            Ok(line) => writeln!(out, "{line}"),
+            Err(err) => {
+                warn(format_args!("could not write the result: {err}"));
+                Ok(())
+            }
+        },
+        OutputFormat::Text if !result.is_error => {
+            writeln!(out, "{}", result.result.as_deref().unwrap_or_default())
+        }
+        OutputFormat::Text => {
+            warn(format_args!("{}", error_text(result)));
+            Ok(())
+        }
+    };
+    let _ = out.flush();
+}
+
+/// What a failed run says in text mode.
+fn error_text(result: &ResultMessage) -> String {
+    let detail = result.errors.join("; ");
+    match result.subtype {
+        ResultSubtype::ErrorMaxTurns => format!(
+            "reached the maximum number of turns ({}){}",
+            result.num_turns,
+            if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            }
+        ),
+        _ if !detail.is_empty() => detail,
+        _ => "the run ended in error".into(),
+    }
+}
