@@ -212,7 +212,7 @@ fn child(args: &[&str]) -> anyhow::Result<Value> {
 /// In the fresh process: load the session, rebuild everything, and report.
 fn resume_child(path: &str) -> anyhow::Result<()> {
     let start = Instant::now();
-    let session = LoadedSession::load(Path::new(path))?;
+    let mut session = LoadedSession::load(Path::new(path))?;
     let loaded = start.elapsed();
     let conversation = session.model_messages();
     let total = start.elapsed();

@@ -54,6 +54,35 @@ pub enum LiveItem {
     Other,
 }
 
+/// What the conversion needs of an assistant line's message: its usage, stop reason and
+/// the rest are skipped unparsed (cost comes from the line index, and a split response's
+/// lines are merged into one message anyway).
+#[derive(serde::Deserialize)]
+struct AssistantBody {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    model: String,
+    content: MessageContent,
+}
+
+/// Parses the `message` of a `user` (`assistant` when `!user`) line; `None` when it is
+/// not a valid message.
+pub(crate) fn parse_body(user: bool, bytes: &[u8]) -> Option<LiveItem> {
+    if user {
+        return serde_json::from_slice::<Message>(bytes)
+            .ok()
+            .map(LiveItem::User);
+    }
+    let b: AssistantBody = serde_json::from_slice(bytes).ok()?;
+    Some(LiveItem::Assistant(Box::new(AssistantMessage {
+        model: b.model,
+        id: b.id,
+        content: b.content.into_blocks(),
+        ..AssistantMessage::default()
+    })))
+}
+
 /// The messages to send, and what the conversion noticed.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelConversation {

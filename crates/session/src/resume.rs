@@ -17,7 +17,6 @@ mod metadata;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use strata_protocol::message::{AssistantMessage, Message, MessageContent};
 use strata_protocol::transcript::{EntryKind, FileHistorySnapshot};
 
 pub use fork::{ForkOutcome, fork};
@@ -26,13 +25,10 @@ pub use locate::{find_by_id, latest_in_project, resolve};
 pub use metadata::SessionMetadata;
 
 use crate::chain::{self, Chain, Repair};
-use crate::model_messages::{LiveItem, ModelConversation, to_model_messages};
-use crate::reader::line::{LineInfo, LineKind, SystemSub};
+use crate::model_messages::{LiveItem, ModelConversation, parse_body, to_model_messages};
+use crate::reader::line::{LineInfo, LineKind, SystemSub, flag};
 use crate::reader::{MalformedLine, ReadError, Transcript};
 use crate::usage::{UsageCollector, UsageReport};
-
-/// Above this many bytes of live message bodies, they are parsed on two threads.
-const PARALLEL_PARSE_MIN_BYTES: usize = 1 << 20;
 
 /// Errors locating, loading or forking a session.
 #[derive(Debug, thiserror::Error)]
@@ -286,40 +282,76 @@ impl LoadedSession {
     }
 
     /// The conversation to send to the model, by the rules of `COMPAT.md`.
-    pub fn model_messages(&self) -> ModelConversation {
-        let entries = &self.chain.entries;
-        let t = &self.transcript;
-        let body_bytes: usize = entries
-            .iter()
-            .filter_map(|&i| {
-                t.lines[i as usize]
-                    .message
-                    .map(|_| t.lines[i as usize].len as usize)
-            })
-            .sum();
-        let (items, unreadable) = if body_bytes >= PARALLEL_PARSE_MIN_BYTES && entries.len() > 1 {
-            let split = split_by_bytes(t, entries);
-            let (a, b) = std::thread::scope(|s| {
-                let second = s.spawn(|| live_items(t, &entries[split..]));
-                let first = live_items(t, &entries[..split]);
-                // A panic while parsing is a bug; surface it.
-                #[allow(clippy::expect_used)]
-                (
-                    first,
-                    second.join().expect("message parser thread panicked"),
-                )
-            });
-            let (mut items, mut bad) = a;
-            items.extend(b.0);
-            bad.extend(b.1);
-            (items, bad)
-        } else {
-            live_items(t, entries)
-        };
+    ///
+    /// The messages were parsed while the transcript was read; the first call moves them
+    /// into the conversation (no copy), later calls read them from the file again.
+    pub fn model_messages(&mut self) -> ModelConversation {
+        let t = &mut self.transcript;
+        let mut items = Vec::with_capacity(self.chain.entries.len());
+        let mut unreadable = Vec::new();
+        let mut from_file: Vec<(usize, u32)> = Vec::new();
+        for &i in &self.chain.entries {
+            let taken = t.lines[i as usize].body.take();
+            let l = &t.lines[i as usize];
+            let item = match l.kind {
+                LineKind::User | LineKind::Assistant => {
+                    if let Some(body) = taken {
+                        *body
+                    } else if l.has(flag::BAD_BODY) {
+                        unreadable.push(l.number);
+                        LiveItem::Other
+                    } else if l.message.is_some() {
+                        let user = l.kind == LineKind::User;
+                        match l.message.and_then(|m| parse_body(user, t.raw(l, m))) {
+                            Some(item) => item,
+                            None => {
+                                unreadable.push(l.number);
+                                LiveItem::Other
+                            }
+                        }
+                    } else {
+                        from_file.push((items.len(), i));
+                        LiveItem::Other
+                    }
+                }
+                LineKind::System(SystemSub::LocalCommand) => match t.text(l, l.text) {
+                    Some(text) => LiveItem::LocalCommand(text.into_owned()),
+                    None => LiveItem::Other,
+                },
+                _ => LiveItem::Other,
+            };
+            items.push(item);
+        }
+        if !from_file.is_empty() {
+            let indices: Vec<u32> = from_file.iter().map(|&(_, i)| i).collect();
+            let lines = t.lines_as_written(&indices).unwrap_or_default();
+            for (k, &(at, i)) in from_file.iter().enumerate() {
+                let l = &t.lines[i as usize];
+                match lines
+                    .get(k)
+                    .and_then(|line| body_of_line(l.kind == LineKind::User, line))
+                {
+                    Some(item) => items[at] = item,
+                    None => unreadable.push(l.number),
+                }
+            }
+            unreadable.sort_unstable();
+        }
         let mut conv = to_model_messages(items);
         conv.unreadable_lines = unreadable;
         conv
     }
+}
+
+/// The message of a whole transcript line, parsed.
+fn body_of_line(user: bool, line: &[u8]) -> Option<LiveItem> {
+    #[derive(serde::Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow)]
+        message: &'a serde_json::value::RawValue,
+    }
+    let l: Line<'_> = serde_json::from_slice(line).ok()?;
+    parse_body(user, l.message.get().as_bytes())
 }
 
 /// Whether the chain starts at the compact boundary the reader skipped to, without a
@@ -345,72 +377,6 @@ fn kind_of(k: LineKind) -> Option<EntryKind> {
         LineKind::Progress => EntryKind::Progress,
         LineKind::Meta(k) => k,
         LineKind::Unknown => return None,
-    })
-}
-
-/// The index that splits `entries` into two halves of about equal message bytes.
-fn split_by_bytes(t: &Transcript, entries: &[u32]) -> usize {
-    let total: usize = entries
-        .iter()
-        .map(|&i| t.lines[i as usize].len as usize)
-        .sum();
-    let mut acc = 0;
-    for (k, &i) in entries.iter().enumerate() {
-        acc += t.lines[i as usize].len as usize;
-        if acc * 2 >= total {
-            return k + 1;
-        }
-    }
-    entries.len()
-}
-
-/// Parses the message bodies of `entries`; returns the items and the line numbers of
-/// bodies that could not be parsed (those entries count as dropped).
-fn live_items(t: &Transcript, entries: &[u32]) -> (Vec<LiveItem>, Vec<u32>) {
-    let mut bad = Vec::new();
-    let items = entries
-        .iter()
-        .map(|&i| {
-            let l = &t.lines[i as usize];
-            let item = live_item(t, i as usize, l);
-            if item.is_none() {
-                bad.push(l.number);
-            }
-            item.unwrap_or(LiveItem::Other)
-        })
-        .collect();
-    (items, bad)
-}
-
-/// What the conversion needs of an assistant line's message: its usage, stop reason and
-/// the rest are skipped unparsed (cost comes from the index, and a split response's
-/// lines are merged into one message anyway).
-#[derive(serde::Deserialize)]
-struct AssistantBody {
-    #[serde(default)]
-    id: String,
-    #[serde(default)]
-    model: String,
-    content: MessageContent,
-}
-
-fn live_item(t: &Transcript, i: usize, l: &LineInfo) -> Option<LiveItem> {
-    let body = || l.message.map(|m| t.raw(l, m));
-    Some(match l.kind {
-        LineKind::User => LiveItem::User(serde_json::from_slice::<Message>(body()?).ok()?),
-        LineKind::Assistant => {
-            let b: AssistantBody = serde_json::from_slice(body()?).ok()?;
-            LiveItem::Assistant(Box::new(AssistantMessage {
-                model: b.model,
-                id: b.id,
-                content: b.content.into_blocks(),
-                ..AssistantMessage::default()
-            }))
-        }
-        LineKind::System(SystemSub::LocalCommand) => {
-            LiveItem::LocalCommand(t.field(i, l.text)?.into_owned())
-        }
-        _ => LiveItem::Other,
     })
 }
 

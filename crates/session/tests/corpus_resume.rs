@@ -172,7 +172,7 @@ const MAIN_SESSIONS: &[(&str, usize, usize, &str, &str)] = &[
 #[test]
 fn sp3_every_corpus_main_session_rebuilds_the_compat_chain() {
     for &(file, live, messages, first, last) in MAIN_SESSIONS {
-        let s = LoadedSession::load(&corpus().join(file)).unwrap();
+        let mut s = LoadedSession::load(&corpus().join(file)).unwrap();
         let entries = s.live_entries().unwrap();
         assert_eq!(entries.len(), live, "{file}");
         assert_eq!(s.message_count(), messages, "{file}");
@@ -238,8 +238,10 @@ fn texts(blocks: &[ContentBlock]) -> Vec<String> {
 /// structure…", a search (the Glob call; the Bash call was rejected), then `/model`.
 #[test]
 fn sp3_short_session_matches_the_reference_rendering_and_is_continued() {
-    let s = LoadedSession::load(&corpus().join("spotter/short.jsonl")).unwrap();
+    let mut s = LoadedSession::load(&corpus().join("spotter/short.jsonl")).unwrap();
     let conv = s.model_messages();
+    // A second call reads the messages from the file again and gives the same answer.
+    assert_eq!(s.model_messages(), conv);
     assert!(conv.interrupted, "the turn was interrupted by the user");
     assert_eq!(conv.model.as_deref(), Some("claude-opus-4-6"));
     let shape: Vec<(Role, Vec<String>)> = conv
@@ -288,7 +290,7 @@ fn sp3_short_session_matches_the_reference_rendering_and_is_continued() {
 /// interrupted.
 #[test]
 fn sp3_tool_heavy_session_matches_the_reference_rendering() {
-    let s = LoadedSession::load(&corpus().join("spotter/tool_heavy.jsonl")).unwrap();
+    let mut s = LoadedSession::load(&corpus().join("spotter/tool_heavy.jsonl")).unwrap();
     let conv = s.model_messages();
     let tools: Vec<String> = conv
         .messages

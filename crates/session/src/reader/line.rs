@@ -106,6 +106,8 @@ pub(crate) mod flag {
     pub(crate) const API_ERROR: u8 = 8;
     /// `message.model` is `<synthetic>`: not an API call.
     pub(crate) const SYNTHETIC: u8 = 16;
+    /// The line's `message` is not a valid message (found when it was parsed).
+    pub(crate) const BAD_BODY: u8 = 32;
 }
 
 /// Token counts of an assistant line, read without building a [`strata_protocol::message::Usage`].
@@ -186,6 +188,9 @@ pub(crate) struct LineInfo {
     /// Tool-use ids a message issues (`tool_use.id`) or answers (`tool_result.tool_use_id`).
     pub(crate) tool_ids: Box<[ToolId]>,
     pub(crate) usage: Option<Box<UsageCounts>>,
+    /// A `user` or `assistant` line's message, parsed while the line was read for resume
+    /// (its bytes are in cache then, and need not be kept); taken by the conversion.
+    pub(crate) body: Option<Box<crate::model_messages::LiveItem>>,
 }
 
 /// A 64-bit hash of an id's bytes; never 0 (0 means "absent").
@@ -313,6 +318,7 @@ pub(crate) fn scan_line(buf: &[u8], start: usize, end: usize, number: u32) -> Sc
         cwd: None,
         tool_ids: Box::new([]),
         usage: None,
+        body: None,
     };
     let mut kind: Option<StrSpan> = None;
     let mut subtype: Option<StrSpan> = None;

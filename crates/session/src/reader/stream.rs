@@ -102,9 +102,18 @@ fn line(
         return;
     }
     info.file_offset = base + info.start as u64;
-    if mode == Mode::Skim {
-        // Only cost and metadata are wanted from here: no message bodies.
-        info.message = None;
+    let user = info.kind == LineKind::User;
+    if let Some(m) = info.message.take()
+        && mode == Mode::Resume
+        && (user || info.kind == LineKind::Assistant)
+    {
+        // Parsed here, while the bytes are in cache, instead of copied and parsed later.
+        // (Before a boundary only cost and metadata are wanted: no bodies at all.)
+        let bytes = info.raw(buf, m);
+        match crate::model_messages::parse_body(user, bytes) {
+            Some(item) => info.body = Some(Box::new(item)),
+            None => info.flags |= super::line::flag::BAD_BODY,
+        }
     }
     info.move_into(buf, &mut part.store, Keep::Fields);
     part.lines.push(info);
