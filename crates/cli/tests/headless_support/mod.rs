@@ -249,7 +249,7 @@ impl Driver {
         let mut line = String::new();
         let n = tokio::time::timeout(LIMIT, self.stdout.read_line(&mut line))
             .await
-            .expect("a line in time")
+            .unwrap_or_else(|_| panic!("no line in time; lines so far: {:#?}", self.seen))
             .unwrap();
         assert!(n > 0, "stdout ended; lines so far: {:#?}", self.seen);
         let value: Value =
@@ -279,9 +279,8 @@ impl Driver {
         self.until(|l| l["type"] == "result").await
     }
 
-    /// Closes stdin and waits for the process; returns its exit code, the rest of stdout
-    /// (as lines, also added to `seen`) and stderr.
-    pub async fn finish(mut self) -> (Option<i32>, Vec<Value>, String) {
+    /// Closes stdin and waits for the process.
+    pub async fn finish(mut self) -> Finished {
         drop(self.stdin.take());
         let mut rest = String::new();
         tokio::time::timeout(LIMIT, self.stdout.read_to_string(&mut rest))
@@ -300,7 +299,26 @@ impl Driver {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        self.seen.extend(rest.iter().cloned());
-        (status.code(), rest, stderr)
+        let mut all = self.seen;
+        all.extend(rest.iter().cloned());
+        Finished {
+            code: status.code(),
+            rest,
+            all,
+            stderr,
+        }
     }
+}
+
+/// A stream-json session that ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// The exit code.
+    pub code: Option<i32>,
+    /// The lines printed after stdin closed.
+    pub rest: Vec<Value>,
+    /// Every line printed.
+    pub all: Vec<Value>,
+    /// Everything on stderr.
+    pub stderr: String,
 }
