@@ -47,7 +47,9 @@ pub(crate) fn scan_file(path: &Path, from: u64, to: u64, mode: Mode) -> std::io:
     let range = usize::try_from(to - from).unwrap_or(0);
     part.store
         .reserve(if mode == Mode::Skim { range / 8 } else { range });
-    part.lines.reserve(range / 1024 + 16);
+    // Lines average well over a kilobyte; room for twice this part's lines lets the
+    // second half of a file join the first without reallocating.
+    part.lines.reserve(range / 512 + 16);
     let mut buf = vec![0u8; CHUNK.min(usize::try_from(to - from).unwrap_or(CHUNK).max(64 * 1024))];
     // Bytes of `buf` holding data, and the file offset of `buf[0]`.
     let (mut filled, mut base) = (0usize, from);
@@ -134,9 +136,13 @@ fn worth_reading_before_boundary(buf: &[u8], start: usize, end: usize) -> bool {
 /// Joins parts scanned in file order whose lines all refer to one shared store:
 /// renumbers lines and malformed lines across parts.
 pub(crate) fn join(parts: Vec<Part>) -> (Vec<LineInfo>, Vec<MalformedLine>) {
-    let mut lines = Vec::with_capacity(parts.iter().map(|p| p.lines.len()).sum());
-    let mut malformed = Vec::new();
-    let mut before = 0u32;
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
+        return (Vec::new(), Vec::new());
+    };
+    // The first part's vectors are kept (they were reserved with room to spare), so the
+    // index is not copied to a new allocation.
+    let (mut lines, mut malformed, mut before) = (first.lines, first.malformed, first.line_count);
     for p in parts {
         lines.extend(p.lines.into_iter().map(|mut l| {
             l.number += before;
