@@ -155,39 +155,50 @@ pub fn to_model_messages(items: Vec<LiveItem>) -> ModelConversation {
                     });
                     groups.len() - 2
                 });
-                for b in m.content {
-                    match &b {
-                        // A tool id must be unique in a conversation; a result belongs in a
-                        // user message. Either kind of damage is dropped.
-                        ContentBlock::ToolUse(u) if tool_owner.contains_key(&u.id) => {
-                            out.dropped_tool_uses += 1;
-                            continue;
-                        }
-                        ContentBlock::ToolUse(u) => {
-                            tool_owner.insert(u.id.clone(), id.clone());
-                        }
-                        ContentBlock::ToolResult(_) => {
-                            out.dropped_tool_results += 1;
-                            continue;
-                        }
-                        _ => {}
+                // A tool id must be unique in a conversation; a result belongs in a user
+                // message. Either kind of damage is dropped. The blocks are filtered in
+                // place and the vector handed over whole when the response is new, so a
+                // long conversation's blocks are not copied one by one.
+                let mut content = m.content;
+                content.retain(|b| match b {
+                    ContentBlock::ToolUse(u) if tool_owner.contains_key(&u.id) => {
+                        out.dropped_tool_uses += 1;
+                        false
                     }
-                    groups[at].blocks.push(b);
+                    ContentBlock::ToolUse(u) => {
+                        tool_owner.insert(u.id.clone(), id.clone());
+                        true
+                    }
+                    ContentBlock::ToolResult(_) => {
+                        out.dropped_tool_results += 1;
+                        false
+                    }
+                    _ => true,
+                });
+                if groups[at].blocks.is_empty() {
+                    groups[at].blocks = content;
+                } else {
+                    groups[at].blocks.append(&mut content);
                 }
             }
             LiveItem::User(m) => {
-                let mut plain = Vec::new();
-                for b in m.content.into_blocks() {
-                    match &b {
-                        ContentBlock::ToolResult(r) => match tool_owner.get(&r.tool_use_id) {
-                            Some(owner) if answered.insert(r.tool_use_id.clone()) => {
-                                groups[response_at[owner] + 1].blocks.push(b);
-                            }
-                            // No tool use issued it, or it was answered already.
-                            _ => out.dropped_tool_results += 1,
-                        },
-                        ContentBlock::ToolUse(_) => out.dropped_tool_uses += 1,
-                        _ => plain.push(b),
+                let mut plain = m.content.into_blocks();
+                if plain
+                    .iter()
+                    .any(|b| matches!(b, ContentBlock::ToolResult(_) | ContentBlock::ToolUse(_)))
+                {
+                    for b in std::mem::take(&mut plain) {
+                        match &b {
+                            ContentBlock::ToolResult(r) => match tool_owner.get(&r.tool_use_id) {
+                                Some(owner) if answered.insert(r.tool_use_id.clone()) => {
+                                    groups[response_at[owner] + 1].blocks.push(b);
+                                }
+                                // No tool use issued it, or it was answered already.
+                                _ => out.dropped_tool_results += 1,
+                            },
+                            ContentBlock::ToolUse(_) => out.dropped_tool_uses += 1,
+                            _ => plain.push(b),
+                        }
                     }
                 }
                 if !plain.is_empty() {
