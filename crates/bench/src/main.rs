@@ -6,6 +6,7 @@
 //! cargo run --release -p strata-bench -- bootstrap   # bootstrap accumulators
 //! cargo run --release -p strata-bench -- tasks       # task retain/release/evict memory
 //! cargo run --release -p strata-bench -- sessions    # resume, list, append
+//! cargo build --release -p strata && cargo run --release -p strata-bench -- headless  # strata -p start-up and resume
 //! ```
 //!
 //! Each workload lives in its own module; `measure` holds the shared timing helpers.
@@ -13,6 +14,7 @@
 #![allow(clippy::print_stdout)] // printing results is this binary's job
 
 mod bootstrap;
+mod headless;
 mod measure;
 mod sessions;
 mod sessions_append;
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         "bootstrap" => bootstrap::run(rest),
         "tasks" => tasks::run(rest),
         "sessions" => sessions::run(rest),
+        "headless" => headless::run(rest),
         _ => return usage(),
     };
     match result {
@@ -48,6 +51,6 @@ fn main() -> ExitCode {
 
 #[allow(clippy::print_stderr)]
 fn usage() -> ExitCode {
-    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions> [options]");
+    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions|headless> [options]");
     ExitCode::from(2)
 }

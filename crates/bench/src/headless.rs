@@ -1,0 +1,415 @@
+//! The `headless` workload (issue 6 "Done when"): how fast `strata -p` gets its first
+//! request onto the wire, fresh and resuming a 100 MB session, and the memory resume
+//! takes.
+//!
+//! ```text
+//! cargo build --release -p strata -p strata-bench
+//! target/release/strata-bench headless                 # both lines below
+//! target/release/strata-bench headless --only startup  # or --only resume
+//! ```
+//!
+//! Prints one JSON object per line:
+//! - `{"workload":"startup","ms":…,"runs":20,"min_ms":…,"max_ms":…}`: process start →
+//!   the first model request on the wire for `strata -p "hi"`, median of 20 runs (after
+//!   2 unmeasured ones that warm the page cache). Target ≤ 30 ms (the reference agent:
+//!   ~440 ms).
+//! - `{"workload":"resume","mb":100,"ms":…,"peak_rss_mb":…,"file_mb":…,…}`: the same for
+//!   `strata -p "hi" --resume <id>` of a generated 100 MB session (median of 5 runs), and
+//!   the child's peak resident memory (largest of the runs), and the size of the request
+//!   that carried the restored conversation. Targets ≤ 300 ms and peak
+//!   RSS ≤ 1.5× the file (the reference agent: ~2.7 s and 770 MB).
+//!
+//! What is measured: the real release `strata` binary (found next to this one) is spawned
+//! against a model server on 127.0.0.1 that this process runs; the clock starts just
+//! before `spawn` and stops when the server has read the whole request head. The server
+//! then answers with a short streamed reply so the run completes normally (and is checked
+//! to exit 0). Each run has its own config directory, so nothing is cached between runs
+//! but the operating system's page cache.
+//!
+//! Peak memory is the child's `VmHWM` (its high-water resident set) read from
+//! `/proc/<pid>/status` every millisecond while it runs: the value only grows, so the
+//! last reading before exit is the peak of everything up to a millisecond before the
+//! end (after the session was loaded, the request sent, the answer streamed and the
+//! transcript flushed). Reading it needs no unsafe `wait4` call.
+//!
+//! The 100 MB session comes from `strata-bench sessions --generate` (the sessions
+//! workload's generator: the reference format with the real corpus's proportions).
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+
+const STARTUP_RUNS: usize = 20;
+const STARTUP_WARMUP: usize = 2;
+const RESUME_RUNS: usize = 5;
+const RESUME_MB: u64 = 100;
+/// A run that takes longer than this is stuck.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let only = flag(args, "--only");
+    let strata = strata_binary()?;
+    let work = std::env::temp_dir().join(format!("strata-bench-headless-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let result = (|| {
+        let server = Server::start()?;
+        if only.is_none_or(|o| o == "startup") {
+            startup(&strata, &server, &work)?;
+        }
+        if only.is_none_or(|o| o == "resume") {
+            resume(&strata, &server, &work)?;
+        }
+        Ok(())
+    })();
+    // The resume workload leaves 100 MB behind: never keep it.
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+/// The `strata` binary next to this one (both are built into the same target directory).
+fn strata_binary() -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe().context("cannot find the strata-bench executable")?;
+    let dir = me
+        .parent()
+        .context("strata-bench has no parent directory")?;
+    let strata = dir.join(format!("strata{}", std::env::consts::EXE_SUFFIX));
+    if !strata.is_file() {
+        bail!(
+            "the strata binary is missing next to strata-bench ({}): build it with \
+             `cargo build --release -p strata` (and run the release strata-bench)",
+            strata.display()
+        );
+    }
+    Ok(strata)
+}
+
+fn startup(strata: &Path, server: &Server, work: &Path) -> anyhow::Result<()> {
+    let project = work.join("startup-project");
+    std::fs::create_dir_all(project.join(".git"))?;
+    let mut samples = Vec::new();
+    for i in 0..STARTUP_WARMUP + STARTUP_RUNS {
+        let config = work.join(format!("startup-config-{i}"));
+        let run = run_once(strata, server, &project, &config, &["-p", "hi"])?;
+        std::fs::remove_dir_all(&config)?;
+        if i >= STARTUP_WARMUP {
+            samples.push(run.first_request_ms);
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    println!(
+        "{}",
+        json!({
+            "workload": "startup",
+            "ms": round2(samples[samples.len() / 2]),
+            "runs": samples.len(),
+            "min_ms": round2(samples[0]),
+            "max_ms": round2(samples[samples.len() - 1]),
+        })
+    );
+    Ok(())
+}
+
+fn resume(strata: &Path, server: &Server, work: &Path) -> anyhow::Result<()> {
+    let project = work.join("resume-project");
+    std::fs::create_dir_all(project.join(".git"))?;
+    let config = work.join("resume-config");
+    let path = generate(&config, &project)?;
+    let id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .context("the generated session has no id")?
+        .to_owned();
+    let file_mb = std::fs::metadata(&path)?.len() as f64 / (1024.0 * 1024.0);
+    let mut runs = Vec::new();
+    for _ in 0..RESUME_RUNS {
+        runs.push(run_once(
+            strata,
+            server,
+            &project,
+            &config,
+            &["-p", "hi", "--resume", &id],
+        )?);
+    }
+    let mut ms: Vec<f64> = runs.iter().map(|r| r.first_request_ms).collect();
+    ms.sort_by(f64::total_cmp);
+    let peak = runs
+        .iter()
+        .filter_map(|r| r.peak_rss_mb)
+        .fold(0.0, f64::max);
+    let messages = runs[0].request_messages;
+    if messages < 100 {
+        bail!("the resumed request carried only {messages} messages: the session was not restored");
+    }
+    println!(
+        "{}",
+        json!({
+            "workload": "resume",
+            "mb": RESUME_MB,
+            "ms": round2(ms[ms.len() / 2]),
+            "peak_rss_mb": round1(peak),
+            "file_mb": round1(file_mb),
+            "peak_rss_per_file_size": (peak / file_mb * 100.0).round() / 100.0,
+            "runs": ms.len(),
+            "min_ms": round2(ms[0]),
+            "max_ms": round2(ms[ms.len() - 1]),
+            "request_messages": messages,
+            "request_mb": round1(runs[0].request_mb),
+        })
+    );
+    Ok(())
+}
+
+/// Generates the session with the sessions workload's generator (this binary, run in the
+/// project so the session belongs to it); returns its path.
+fn generate(config: &Path, project: &Path) -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe()?;
+    let output = Command::new(me)
+        .args(["sessions", "--generate"])
+        .arg(config)
+        .args(["--mb", &RESUME_MB.to_string()])
+        .current_dir(project)
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run the session generator")?;
+    if !output.status.success() {
+        bail!(
+            "`strata-bench sessions --generate` failed ({})",
+            output.status
+        );
+    }
+    let line: Value = serde_json::from_slice(&output.stdout)
+        .context("the session generator printed no JSON line")?;
+    let path = line["generated"]
+        .as_str()
+        .context("the generator named no file")?;
+    Ok(PathBuf::from(path))
+}
+
+struct Measured {
+    first_request_ms: f64,
+    peak_rss_mb: Option<f64>,
+    request_messages: usize,
+    request_mb: f64,
+}
+
+/// Runs strata once; returns when it exited (successfully, or this fails).
+fn run_once(
+    strata: &Path,
+    server: &Server,
+    project: &Path,
+    config: &Path,
+    args: &[&str],
+) -> anyhow::Result<Measured> {
+    server.drain();
+    let mut cmd = Command::new(strata);
+    cmd.args(args)
+        .current_dir(project)
+        .env("STRATA_CONFIG_DIR", config)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "bench")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_MODEL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", strata.display()))?;
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = None;
+    let status = loop {
+        if let Some(kb) = vm_hwm_kb(&status_file) {
+            peak = Some(kb);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            bail!(
+                "strata {} did not finish within {RUN_LIMIT:?}",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    if !status.success() {
+        bail!(
+            "strata {} failed ({status}): {}",
+            args.join(" "),
+            stderr.trim()
+        );
+    }
+    let request = server
+        .requests
+        .recv_timeout(Duration::from_secs(1))
+        .context("strata finished without sending a request")?;
+    Ok(Measured {
+        first_request_ms: request.at.duration_since(start).as_secs_f64() * 1000.0,
+        peak_rss_mb: peak.map(|kb| kb as f64 / 1024.0),
+        request_messages: request.messages,
+        request_mb: request.bytes as f64 / (1024.0 * 1024.0),
+    })
+}
+
+fn vm_hwm_kb(status_file: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(status_file).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// A request as the server saw it.
+struct Seen {
+    /// When its whole head had arrived.
+    at: Instant,
+    /// How many messages its body carried.
+    messages: usize,
+    /// The body's size in bytes.
+    bytes: usize,
+}
+
+/// A minimal Messages API server on 127.0.0.1: it timestamps each request's head and
+/// answers every request with the same short streamed reply.
+struct Server {
+    port: u16,
+    requests: mpsc::Receiver<Seen>,
+}
+
+impl Server {
+    fn start() -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))?;
+        let port = listener.local_addr()?.port();
+        let (tx, requests) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("bench-model-server".into())
+            .spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    let tx = tx.clone();
+                    // One thread per connection: strata may open a second one while the first
+                    // is still being answered.
+                    let _ = std::thread::Builder::new().spawn(move || {
+                        let _ = serve(stream, &tx);
+                    });
+                }
+            })?;
+        Ok(Self { port, requests })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Forgets requests left from an earlier run.
+    fn drain(&self) {
+        while self.requests.try_recv().is_ok() {}
+    }
+}
+
+/// Serves the requests of one connection.
+fn serve(stream: TcpStream, seen: &mpsc::Sender<Seen>) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    loop {
+        let mut content_length = 0usize;
+        let mut line = String::new();
+        let mut first = true;
+        loop {
+            line.clear();
+            if reader.read_line(&mut line)? == 0 {
+                return Ok(()); // the client closed the connection
+            }
+            if line == "\r\n" && !first {
+                break;
+            }
+            first = false;
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                content_length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let at = Instant::now();
+        let mut body = vec![0; content_length];
+        reader.read_exact(&mut body)?;
+        let messages = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|b| b["messages"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        let _ = seen.send(Seen {
+            at,
+            messages,
+            bytes: body.len(),
+        });
+        let sse = reply();
+        write!(
+            writer,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{sse}",
+            sse.len()
+        )?;
+        writer.flush()?;
+    }
+}
+
+/// A complete streamed answer: one text block, `end_turn`.
+fn reply() -> String {
+    let events = [
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_bench", "type": "message",
+                "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+                "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": "ok"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                "stop_sequence": null}, "usage": {"output_tokens": 2}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
