@@ -153,6 +153,7 @@ async fn initialize_answers_with_the_session_capabilities_once() {
         .await;
     let response = s.response("init-1").await;
     assert_eq!(response["response"]["subtype"], "success", "{response}");
+    insta::assert_json_snapshot!("initialize_response", response);
     let caps = &response["response"]["response"];
     assert!(caps["commands"].is_array(), "{caps}");
     assert_eq!(caps["models"][0]["value"], "claude-test");
@@ -283,6 +284,7 @@ async fn can_use_tool_prompts_go_to_the_client_and_its_answers_are_followed() {
     s.prompt("make two files").await;
 
     let ask = s.until(|l| kind(l) == "control_request/can_use_tool").await;
+    insta::assert_json_snapshot!("can_use_tool_request", ask);
     assert_eq!(ask["request"]["tool_name"], "Bash");
     assert_eq!(
         ask["request"]["input"],
@@ -343,6 +345,42 @@ async fn a_permission_prompt_open_when_stdin_ends_is_denied_and_the_session_ends
         .expect("the turn finished");
     assert_eq!(result["permission_denials"][0]["tool_use_id"], "toolu_1");
     assert!(!env.proj.join("never.txt").exists());
+}
+
+#[tokio::test]
+async fn an_interrupt_while_a_permission_prompt_is_open_withdraws_it_and_ends_the_turn() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_1", "Bash", json!({"command": "touch late.txt"})));
+    server.push(Reply::new().text("next turn"));
+    let mut s = Driver::start(&env, &server, &["--permission-prompt-tool", "stdio"]);
+    s.next().await;
+    s.prompt("make a file").await;
+    let ask = s.until(|l| kind(l) == "control_request/can_use_tool").await;
+    let id = ask["request_id"].as_str().unwrap().to_owned();
+    s.control("stop", json!({"subtype": "interrupt"})).await;
+    let cancel = s.until(|l| l["type"] == "control_cancel_request").await;
+    assert_eq!(
+        cancel["request_id"],
+        id.as_str(),
+        "the open prompt is withdrawn"
+    );
+    let result = s.result().await;
+    assert_eq!(result["is_error"], true, "{result}");
+    // An answer that arrives after the withdrawal changes nothing.
+    let late = json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+        "response": {"behavior": "allow"}}});
+    s.send(&late.to_string()).await;
+    s.prompt("go on").await;
+    assert_eq!(s.result().await["result"], "next turn");
+    let done = s.finish().await;
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(!env.proj.join("late.txt").exists());
+    assert!(
+        done.stderr.contains("answers no open request"),
+        "{}",
+        done.stderr
+    );
 }
 
 #[tokio::test]

@@ -5,9 +5,11 @@
 //! the reference SDKs pass whenever their user gave a permission callback). Each prompt
 //! gets a fresh request id and waits for the response with that id; the input loop hands
 //! responses over through [`PromptChannel::answer`]. A prompt the engine stops waiting
-//! for (the turn was interrupted) is withdrawn with a `control_cancel_request` so the
-//! client can close its dialog. When stdin ends, every open prompt and every later one
-//! is denied: nobody is left to answer.
+//! for is withdrawn with a `control_cancel_request` so the client can close its dialog.
+//! A prompt also stops waiting when the turn that asked is interrupted (an `interrupt`
+//! request, Ctrl-C): it is withdrawn and answered with a denial that interrupts, so an
+//! interrupt never waits for a client that is not going to answer. When stdin ends,
+//! every open prompt and every later one is denied: nobody is left to answer.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +22,7 @@ use strata_protocol::sdk::{
     SdkMessage,
 };
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 use super::output::Lines;
 
@@ -34,6 +37,8 @@ pub(crate) struct PromptChannel {
 struct State {
     pending: HashMap<String, oneshot::Sender<PermissionResult>>,
     closed: bool,
+    /// The running turn's cancellation.
+    turn: Option<CancellationToken>,
 }
 
 /// What happened to a response handed to [`PromptChannel::answer`].
@@ -90,6 +95,12 @@ impl PromptChannel {
         Answered::Prompt
     }
 
+    /// Sets the running turn (`None` between turns): its interruption ends the prompts it
+    /// opened.
+    pub(crate) fn set_turn(&self, turn: Option<CancellationToken>) {
+        self.state().turn = turn;
+    }
+
     /// Stdin ended: deny what is open and what comes later.
     pub(crate) fn close(&self) {
         let mut state = self.state();
@@ -136,13 +147,14 @@ impl PermissionPrompter for PromptChannel {
             let n = self.next_id.fetch_add(1, Ordering::Relaxed);
             let request_id = format!("strata-can-use-tool-{n}");
             let (tx, rx) = oneshot::channel();
-            {
+            let turn = {
                 let mut state = self.state();
                 if state.closed {
                     return closed_denial();
                 }
                 state.pending.insert(request_id.clone(), tx);
-            }
+                state.turn.clone()
+            };
             let _withdraw = Withdraw {
                 channel: self,
                 request_id: request_id.clone(),
@@ -158,7 +170,20 @@ impl PermissionPrompter for PromptChannel {
                         decision_reason: Some(prompt.reason),
                     },
                 }));
-            rx.await.unwrap_or_else(|_| closed_denial())
+            let answer = async { rx.await.unwrap_or_else(|_| closed_denial()) };
+            match turn {
+                Some(turn) => tokio::select! {
+                    answer = answer => answer,
+                    // Dropping `_withdraw` on the way out withdraws the request.
+                    () = turn.cancelled() => PermissionResult::Deny {
+                        message: "The user interrupted the turn before answering the \
+                                  permission request."
+                            .into(),
+                        interrupt: true,
+                    },
+                },
+                None => answer.await,
+            }
         })
     }
 }

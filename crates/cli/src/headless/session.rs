@@ -193,6 +193,9 @@ async fn stream(
             let turn = session.child_token();
             let engine = engine.clone();
             let token = turn.clone();
+            if let Some(p) = &prompts {
+                p.set_turn(Some(turn.clone()));
+            }
             let task = tokio::spawn(async move { engine.run_prompt(prompt, token).await });
             running = Some((task, turn));
         }
@@ -207,6 +210,9 @@ async fn stream(
                 }
             }, if running.is_some() => {
                 running = None;
+                if let Some(p) = &prompts {
+                    p.set_turn(None);
+                }
                 match finished {
                     Some(Ok(result)) => last = Some(result),
                     Some(Err(err)) => {
