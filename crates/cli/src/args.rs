@@ -11,7 +11,9 @@ use strata_protocol::permission::ExternalPermissionMode;
 
 /// strata: a terminal coding agent.
 #[derive(Debug, Parser)]
-#[command(name = "strata", version, about, long_about = None)]
+// `args_conflicts_with_subcommands`: after an agent flag, a word is the prompt, never a
+// subcommand (`strata -p sessions` asks about sessions).
+#[command(name = "strata", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]

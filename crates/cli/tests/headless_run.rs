@@ -628,3 +628,13 @@ async fn disallowed_tools_are_not_offered_and_settings_deny_rules_win_over_allow
         "{run:#?}"
     );
 }
+
+#[tokio::test]
+async fn regression_a_prompt_that_names_a_subcommand_is_still_the_prompt_after_p() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("About sessions."));
+    let run = env.run(Some(&server), &["-p", "sessions"]).await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(shape(&server.requests()[0].json()), msgs(&[("user", &["sessions"])]));
+}
