@@ -21,10 +21,13 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::context::{self, CallbackScope, UpdaterScope};
+use crate::context::thread_token;
 use crate::registry::Registry;
 use crate::store::{MAX_REENTRANT_DEPTH, Update, Version};
-use crate::sync::{AtomicU64, Condvar, Mutex, MutexGuard, Ordering, StateCell, lock, wait};
+use crate::sync::{
+    AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, StateCell,
+    TryLockError, lock, wait,
+};
 use crate::wait::Waiters;
 
 /// The change hook: `(new, old)`.
@@ -67,6 +70,15 @@ pub(crate) struct Shared<T> {
     hook: Option<Hook<T>>,
     pub(crate) listeners: Registry<Arc<T>>,
     pub(crate) waiters: Waiters,
+    /// The token of the thread running an updater under the writer lock (0: none).
+    updating: AtomicUsize,
+    /// The token of the dispatching thread (0: none). Only the dispatcher runs callbacks,
+    /// so a `set` from that thread is a `set` from inside a callback. Written only under
+    /// the core lock, together with `Core::dispatching`, so a dispatcher that has just
+    /// left can never erase the token of the one that took over.
+    dispatcher: AtomicUsize,
+    /// The nesting depth of the commit being delivered (read by the dispatcher only).
+    round_depth: AtomicU32,
 }
 
 impl<T: Send + Sync + 'static> Shared<T> {
@@ -86,12 +98,10 @@ impl<T: Send + Sync + 'static> Shared<T> {
             hook,
             listeners: Registry::new(),
             waiters: Waiters::new(),
+            updating: AtomicUsize::new(0),
+            dispatcher: AtomicUsize::new(0),
+            round_depth: AtomicU32::new(0),
         }
-    }
-
-    /// This store's identity for the thread context: the address of the shared block.
-    fn id(&self) -> usize {
-        std::ptr::from_ref(self) as usize
     }
 
     pub(crate) fn get(&self) -> Arc<T> {
@@ -108,20 +118,33 @@ impl<T: Send + Sync + 'static> Shared<T> {
 
     /// Runs `updater` on the latest state and commits and delivers its result.
     pub(crate) fn set(&self, updater: impl FnOnce(&Arc<T>) -> Arc<T>) -> Update {
-        let id = self.id();
-        let caller = context::caller(id);
-        if caller.in_updater {
-            panic!(
-                "strata-store: `set` was called from inside an updater of the same store. \
-                 An updater must be a pure function of the previous state; make the second \
-                 update after this one returns, or return both changes from one updater."
-            );
-        }
-        let depth = caller.callback_depth.map_or(0, |d| d + 1);
+        let me = thread_token();
+        // Only this thread ever stores its own token, so relaxed loads see our own
+        // writes and can never mistake another thread's value for ours.
+        let in_callback = self.dispatcher.load(Ordering::Relaxed) == me;
+        let depth = if in_callback {
+            self.round_depth.load(Ordering::Relaxed) + 1
+        } else {
+            0
+        };
 
-        let mut core = lock(&self.core);
+        let mut core = match self.core.try_lock() {
+            Ok(core) => core,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                if self.updating.load(Ordering::Relaxed) == me {
+                    panic!(
+                        "strata-store: `set` was called from inside an updater of the same \
+                         store. An updater must be a pure function of the previous state; \
+                         make the second update after this one returns, or return both \
+                         changes from one updater."
+                    );
+                }
+                lock(&self.core)
+            }
+        };
         let next = {
-            let _updating = UpdaterScope::enter(id);
+            let _updating = Role::take(&self.updating, me);
             updater(&core.current)
         };
         if Arc::ptr_eq(&next, &core.current) {
@@ -148,7 +171,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
             depth,
         };
 
-        if caller.callback_depth.is_some() {
+        if in_callback {
             // This thread is the dispatcher, inside a callback: the loop it is running
             // delivers this commit after the current round.
             core.pending.push_back(commit);
@@ -183,6 +206,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
         // No dispatcher: this thread becomes it. Older commits left behind by a panicking
         // callback go first, to keep commit order.
         core.dispatching = true;
+        self.dispatcher.store(me, Ordering::Relaxed);
         let first = if core.pending.is_empty() {
             commit
         } else {
@@ -214,6 +238,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
                 match core.pending.pop_front() {
                     Some(first) => {
                         core.dispatching = true;
+                        self.dispatcher.store(thread_token(), Ordering::Relaxed);
                         drop(core);
                         self.dispatch(first);
                     }
@@ -244,6 +269,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
             let next = core.pending.pop_front();
             if next.is_none() {
                 core.dispatching = false;
+                self.dispatcher.store(0, Ordering::Relaxed);
                 guard.armed = false;
             }
             drop(core);
@@ -261,7 +287,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
 
     /// One round: the change hook, then every listener registered before the round began.
     fn deliver(&self, commit: &Commit<T>) {
-        let _inside = CallbackScope::enter(self.id(), commit.depth);
+        self.round_depth.store(commit.depth, Ordering::Relaxed);
         let listeners = self.listeners.snapshot();
         if let Some(hook) = &self.hook {
             hook(&commit.new, &commit.old);
@@ -271,6 +297,23 @@ impl<T: Send + Sync + 'static> Shared<T> {
                 listener.call(&commit.new);
             }
         }
+    }
+}
+
+/// A thread's token in one of a store's role fields (writer, dispatcher) for as long as
+/// the guard lives; cleared on drop, also when unwinding.
+struct Role<'a>(&'a AtomicUsize);
+
+impl<'a> Role<'a> {
+    fn take(field: &'a AtomicUsize, token: usize) -> Self {
+        field.store(token, Ordering::Relaxed);
+        Role(field)
+    }
+}
+
+impl Drop for Role<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Relaxed);
     }
 }
 
@@ -291,6 +334,7 @@ impl<T> Drop for DispatchGuard<'_, T> {
         let mut core: MutexGuard<'_, Core<T>> = lock(&self.shared.core);
         core.delivered = core.delivered.max(self.in_flight);
         core.dispatching = false;
+        self.shared.dispatcher.store(0, Ordering::Relaxed);
         drop(core);
         self.shared.progress.notify_all();
     }

@@ -7,14 +7,16 @@
 //! before anything is changed, or with no lock held).
 
 #[cfg(not(feature = "shuttle"))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(feature = "shuttle"))]
-pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
 
 #[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(feature = "shuttle")]
 pub(crate) use shuttle::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(feature = "shuttle")]
+pub(crate) use std::sync::TryLockError;
 
 use std::sync::Arc;
 
