@@ -60,6 +60,21 @@ async fn a_plain_answer_prints_the_result_text_and_exits_0() {
 }
 
 #[tokio::test]
+async fn an_openai_compatible_server_is_used_when_only_openai_base_url_is_set() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Hello from a local server."));
+    let mut cmd = env.command(None, &["-p", "hi", "--model", "local-model"]);
+    cmd.env("OPENAI_BASE_URL", server.openai_url());
+    let run = headless_support::run_command(cmd, "").await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Hello from a local server.\n");
+    let request = &server.requests()[0];
+    assert!(request.is_openai(), "{}", request.path);
+    assert_eq!(request.json()["model"], "local-model");
+}
+
+#[tokio::test]
 async fn json_output_prints_the_one_result_object() {
     let env = Env::new();
     let server = MockServer::start().await.unwrap();
@@ -506,6 +521,19 @@ async fn flag_combinations_that_cannot_work_are_usage_errors() {
         ),
         (&["-p", "hi", "--max-turns", "0"], "--max-turns"),
         (&["-p", "   "], "the prompt is empty"),
+        (
+            &[
+                "-p",
+                "hi",
+                "--settings",
+                "{\"permissions\": {\"deny\": [\"Bash\"]",
+            ],
+            "--settings (inline JSON): line 1",
+        ),
+        (
+            &["-p", "hi", "--settings", "no-such-settings.json"],
+            "no-such-settings.json",
+        ),
     ];
     for (args, needle) in cases {
         let run = env.run(Some(&server), args).await;
@@ -636,5 +664,8 @@ async fn regression_a_prompt_that_names_a_subcommand_is_still_the_prompt_after_p
     server.push(Reply::new().text("About sessions."));
     let run = env.run(Some(&server), &["-p", "sessions"]).await;
     assert_eq!(run.code, Some(0), "{run:?}");
-    assert_eq!(shape(&server.requests()[0].json()), msgs(&[("user", &["sessions"])]));
+    assert_eq!(
+        shape(&server.requests()[0].json()),
+        msgs(&[("user", &["sessions"])])
+    );
 }

@@ -37,9 +37,12 @@ mod session;
 use std::fmt;
 use std::io::{IsTerminal as _, Read as _};
 
+use std::path::Path;
 use strata_agent::engine::ResumeTarget;
 use strata_agent::permissions::{LaunchFlags, PermissionLaunch};
-use strata_config::paths;
+
+use strata_config::sources::INLINE_FLAG_LABEL;
+use strata_config::{ConfigError, FlagSettings, SettingsFiles, SettingsLocations, paths};
 
 use crate::args::{AgentArgs, InputFormat, OutputFormat};
 use crate::exit::Failure;
@@ -86,6 +89,9 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
     let config_dir = paths::config_dir().map_err(|e| Failure::usage(e.to_string()))?;
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::failed(format!("cannot read the current directory: {e}")))?;
+    if let Some(flag) = &args.settings {
+        check_settings_flag(flag, &config_dir, &cwd)?;
+    }
     let prompts = match args.input_format {
         InputFormat::StreamJson => Prompts::Stream,
         InputFormat::Text => Prompts::One(text_prompt(args.prompt)?),
@@ -189,6 +195,34 @@ fn check_flags(args: &AgentArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// `--settings` that cannot be read or does not parse is an error (exit code 2), not a
+/// warning: running without settings the user asked for (deny rules among them) would be
+/// worse than not running. Settings files found on disk stay warnings, as everywhere.
+fn check_settings_flag(flag: &str, config_dir: &Path, cwd: &Path) -> Result<(), Failure> {
+    let locations = SettingsLocations::new(config_dir, &paths::project_root(cwd))
+        .with_flag(FlagSettings::from_arg(flag));
+    let flag_file = match &locations.flag {
+        Some(FlagSettings::File(path)) => Some(path.clone()),
+        _ => None,
+    };
+    let label = match &flag_file {
+        Some(path) => path.display().to_string(),
+        None => INLINE_FLAG_LABEL.to_owned(),
+    };
+    let merged = SettingsFiles::new(locations).load();
+    let problem = merged.errors.iter().find(|e| match e {
+        ConfigError::Parse(p) => p.file == label,
+        ConfigError::Io { path, .. } => Some(path) == flag_file.as_ref(),
+        _ => false,
+    });
+    match problem {
+        Some(problem) => Err(Failure::usage(format!(
+            "{problem}\nFix the --settings value (a settings file, or a JSON object) or drop it."
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The prompt of a text-input run: the argument, else all of stdin.

@@ -71,19 +71,7 @@ impl Env {
 
     /// Runs `strata <args>` to the end with `stdin` as its input.
     pub async fn run_with(&self, server: Option<&MockServer>, args: &[&str], stdin: &str) -> Run {
-        let mut cmd = self.command(server, args);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let mut input = child.stdin.take().unwrap();
-        input.write_all(stdin.as_bytes()).await.unwrap();
-        drop(input);
-        let output = tokio::time::timeout(LIMIT, child.wait_with_output())
-            .await
-            .expect("strata finished in time")
-            .unwrap();
-        Run::from(output)
+        run_command(self.command(server, args), stdin).await
     }
 
     /// Runs `strata <args>` to the end with empty stdin.
@@ -112,6 +100,22 @@ impl Env {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
+}
+
+/// Runs `cmd` to the end with `stdin` as its input.
+pub async fn run_command(mut cmd: Command, stdin: &str) -> Run {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).await.unwrap();
+    drop(input);
+    let output = tokio::time::timeout(LIMIT, child.wait_with_output())
+        .await
+        .expect("strata finished in time")
+        .unwrap();
+    Run::from(output)
 }
 
 /// The project folder name of `path` (every character outside `[A-Za-z0-9]` → `-`).
