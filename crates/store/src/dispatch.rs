@@ -159,28 +159,14 @@ impl<T: Send + Sync + 'static> Shared<T> {
             );
         }
 
-        let old = std::mem::replace(&mut core.current, Arc::clone(&next));
+        let old = std::mem::replace(&mut core.current, next);
         core.version += 1;
         let version = core.version;
-        self.cell.store(Arc::clone(&next));
+        self.cell.store(Arc::clone(&core.current));
         self.version.store(version, Ordering::SeqCst);
-        let commit = Commit {
-            new: next,
-            old,
-            version,
-            depth,
-        };
 
-        if in_callback {
-            // This thread is the dispatcher, inside a callback: the loop it is running
-            // delivers this commit after the current round.
-            core.pending.push_back(commit);
-            drop(core);
-            self.waiters.wake();
-            return Update::Committed(Version(version));
-        }
-
-        if !core.dispatching
+        if !in_callback
+            && !core.dispatching
             && core.pending.is_empty()
             && self.hook.is_none()
             && self.listeners.len() == 0
@@ -191,7 +177,22 @@ impl<T: Send + Sync + 'static> Shared<T> {
             core.delivered = version;
             drop(core);
             self.waiters.wake();
-            drop(commit);
+            drop(old);
+            return Update::Committed(Version(version));
+        }
+
+        let commit = Commit {
+            new: Arc::clone(&core.current),
+            old,
+            version,
+            depth,
+        };
+        if in_callback {
+            // This thread is the dispatcher, inside a callback: the loop it is running
+            // delivers this commit after the current round.
+            core.pending.push_back(commit);
+            drop(core);
+            self.waiters.wake();
             return Update::Committed(Version(version));
         }
 
