@@ -73,9 +73,12 @@ impl Chain {
     }
 }
 
-/// A fast hasher for uuids and ids: a multiply-rotate over 8-byte words with a final mix.
-/// Ids are not attacker-chosen keys that need SipHash's flooding resistance, and this is
-/// several times cheaper, which matters with tens of thousands of lookups per resume.
+/// A fast hasher for uuids and ids: each 8-byte word is folded in with a full 64-bit
+/// multiply-xorshift mix (as in splitmix64), then murmur3's finalizer. Ids are not
+/// attacker-chosen keys that need SipHash's flooding resistance, and this is several times
+/// cheaper, which matters with tens of thousands of lookups per resume. The mixing must
+/// be thorough: a weaker multiply-rotate made related short ids of different lengths
+/// (`r153-s1`, `r153-s18`) collide.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct IdHasher(u64);
 
@@ -96,12 +99,11 @@ impl Hasher for IdHasher {
     }
 
     fn finish(&self) -> u64 {
-        // The multiply leaves the low bits (the bucket index) depending on the low bits of
-        // the input only, and uuids are hex text: fold the high bits down (murmur3's
-        // finalizer) or the table degenerates into long probe chains.
         let mut h = self.0;
         h ^= h >> 33;
         h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
         h ^= h >> 33;
         h
     }
@@ -110,7 +112,10 @@ impl Hasher for IdHasher {
 impl IdHasher {
     #[inline]
     fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        let mut z = (self.0 ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.0 = z ^ (z >> 31);
     }
 }
 
@@ -142,8 +147,12 @@ pub(crate) type HashedMap<V> = HashMap<u64, V, BuildHasherDefault<PassHasher>>;
 struct Index<'a> {
     t: &'a Transcript,
     lines: &'a [LineInfo],
-    /// uuid → the last participant line with it.
+    /// uuid hash → the last participant line with a uuid of that hash.
     by_uuid: HashedMap<u32>,
+    /// Lines displaced from `by_uuid` by a line whose *different* uuid has the same hash
+    /// (a 64-bit collision): looked up by their bytes. Empty in practice; it exists so a
+    /// collision can never drop a line from the chain.
+    uuid_collisions: HashedMap<Vec<u32>>,
     /// `message.id` → its assistant lines, in file order.
     by_msg: HashedMap<Vec<u32>>,
 }
@@ -154,13 +163,23 @@ impl<'a> Index<'a> {
         let mut by_uuid: HashedMap<u32> = HashedMap::default();
         by_uuid.reserve(lines.len());
         let mut by_msg: HashedMap<Vec<u32>> = HashedMap::default();
+        let mut uuid_collisions: HashedMap<Vec<u32>> = HashedMap::default();
+        let uuid_bytes = |i: u32| {
+            let l = &lines[i as usize];
+            l.uuid.map(|u| t.raw(l, u))
+        };
         for (i, l) in lines.iter().enumerate() {
             if !l.kind.is_participant() {
                 continue;
             }
             let i = to_u32(i);
-            if l.uuid_h != 0 {
-                by_uuid.insert(l.uuid_h, i);
+            if l.uuid_h != 0
+                && let Some(displaced) = by_uuid.insert(l.uuid_h, i)
+                && uuid_bytes(displaced) != uuid_bytes(i)
+            {
+                let others = uuid_collisions.entry(l.uuid_h).or_default();
+                others.retain(|&o| uuid_bytes(o) != uuid_bytes(displaced));
+                others.push(displaced);
             }
             if l.kind == LineKind::Assistant && l.msg_h != 0 {
                 by_msg.entry(l.msg_h).or_default().push(i);
@@ -170,8 +189,23 @@ impl<'a> Index<'a> {
             t,
             lines,
             by_uuid,
+            uuid_collisions,
             by_msg,
         }
+    }
+
+    /// The last participant line whose uuid is `bytes` (of hash `h`).
+    fn line_with_uuid(&self, h: u64, bytes: Option<&[u8]>) -> Option<u32> {
+        let first = *self.by_uuid.get(&h)?;
+        if self.uuid_of(first) == bytes {
+            return Some(first);
+        }
+        let others = self.uuid_collisions.get(&h)?;
+        others
+            .iter()
+            .rev()
+            .copied()
+            .find(|&o| self.uuid_of(o) == bytes)
     }
 
     fn line(&self, i: u32) -> &'a LineInfo {
@@ -191,9 +225,7 @@ impl<'a> Index<'a> {
     /// The line whose uuid is `i`'s parent. Hashes are compared first and the bytes
     /// checked, so even a 64-bit collision cannot join two unrelated lines.
     fn parent_line(&self, i: u32) -> Option<u32> {
-        let l = self.line(i);
-        let p = *self.by_uuid.get(&l.parent_h)?;
-        (self.uuid_of(p) == self.parent_of(i)).then_some(p)
+        self.line_with_uuid(self.line(i).parent_h, self.parent_of(i))
     }
 
     fn text(&self, bytes: Option<&[u8]>) -> String {
@@ -205,7 +237,7 @@ impl<'a> Index<'a> {
     /// Whether line `i` is the canonical (last) line of its uuid.
     fn is_canonical(&self, i: u32) -> bool {
         let h = self.line(i).uuid_h;
-        h != 0 && self.by_uuid.get(&h) == Some(&i)
+        h != 0 && self.line_with_uuid(h, self.uuid_of(i)) == Some(i)
     }
 }
 
@@ -239,7 +271,7 @@ fn find_leaf(ix: &Index<'_>) -> Option<u32> {
             continue;
         }
         if l.parent_h != 0
-            && let Some(&p) = ix.by_uuid.get(&l.parent_h)
+            && let Some(p) = ix.line_with_uuid(l.parent_h, l.parent.map(|u| ix.t.raw(l, u)))
         {
             has_child[p as usize] = true;
         }

@@ -289,3 +289,54 @@ mod properties {
         }
     }
 }
+
+/// Regression: related short ids of different lengths (`r153-s1`, `r153-s18`) hashed
+/// alike, and the later line displaced the earlier from the uuid index, so a valid record
+/// dropped out of the live chain and a false gap was reported. Found by the writer's
+/// crash test.
+#[test]
+fn regression_short_ids_of_different_lengths_do_not_collide() {
+    use std::hash::Hasher as _;
+    let hash = |s: &str| {
+        let mut h = IdHasher::default();
+        h.write(s.as_bytes());
+        h.write_usize(s.len());
+        h.finish()
+    };
+    assert_ne!(hash("r153-s1"), hash("r153-s18"));
+    let (chain, repairs) = chain_of(&[
+        user("r153-s0", None, 1),
+        user("r153-s1", Some("r153-s0"), 2),
+        user("r153-s2", Some("r153-s1"), 3),
+        user("r153-s18", None, 0),
+    ]);
+    assert_eq!(chain, ["r153-s0", "r153-s1", "r153-s2"]);
+    assert!(repairs.is_empty(), "{repairs:?}");
+}
+
+/// Even a true 64-bit collision of two uuids keeps both lines findable: forced here by
+/// giving two different uuids the same hash.
+#[test]
+fn a_uuid_hash_collision_never_drops_a_line_from_the_chain() {
+    let lines = [
+        user("u0", None, 1),
+        user("u1", Some("u0"), 2),
+        user("u2", Some("u1"), 3),
+        user("zz", None, 0),
+    ];
+    let mut t = Transcript::from_bytes((lines.join("\n") + "\n").into_bytes());
+    let forced = t.lines[1].uuid_h;
+    t.lines[3].uuid_h = forced;
+    let c = build(&t);
+    let uuids: Vec<String> = c
+        .entries
+        .iter()
+        .map(|&i| {
+            t.field(i as usize, t.lines[i as usize].uuid)
+                .unwrap()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(uuids, ["u0", "u1", "u2"]);
+    assert!(c.repairs.is_empty(), "{:?}", c.repairs);
+}
