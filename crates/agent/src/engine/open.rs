@@ -48,7 +48,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         Some(target) => Some(load_resumed(&config_dir, &project_root, target)?),
         None => None,
     };
-    let (session_id, transcript_path, loaded) = match resumed {
+    let (session_id, transcript_path, mut loaded) = match resumed {
         None => (uuid::Uuid::new_v4(), None, None),
         Some((path, loaded)) => {
             let own_id = uuid::Uuid::parse_str(&loaded.session_id).ok();
@@ -88,7 +88,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     }
 
     // The conversation and the model (COMPAT: a resumed session keeps its model).
-    let conversation = loaded.as_ref().map(LoadedSession::model_messages);
+    let conversation = loaded.as_mut().map(LoadedSession::model_messages);
     let model = options
         .model
         .clone()
