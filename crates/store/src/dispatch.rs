@@ -28,7 +28,7 @@ use crate::sync::{
     AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, StateCell,
     TryLockError, lock, wait,
 };
-use crate::wait::Waiters;
+use std::task::Waker;
 
 /// The change hook: `(new, old)`.
 pub(crate) type Hook<T> = Box<dyn Fn(&Arc<T>, &Arc<T>) + Send + Sync>;
@@ -57,6 +57,11 @@ struct Core<T> {
     dispatching: bool,
     /// Writers blocked in `set` until their commit is delivered.
     waiting: usize,
+    /// Tasks awaiting a newer version ([`crate::Changed`]), by waiter id. Kept under the
+    /// lock so a commit and a registration can never miss each other.
+    wakers: Vec<(u64, Waker)>,
+    /// The next waiter id.
+    next_waker: u64,
 }
 
 /// Everything a store and its handles share.
@@ -69,7 +74,6 @@ pub(crate) struct Shared<T> {
     progress: Condvar,
     hook: Option<Hook<T>>,
     pub(crate) listeners: Registry<Arc<T>>,
-    pub(crate) waiters: Waiters,
     /// The token of the thread running an updater under the writer lock (0: none).
     updating: AtomicUsize,
     /// The token of the dispatching thread (0: none). Only the dispatcher runs callbacks,
@@ -93,11 +97,12 @@ impl<T: Send + Sync + 'static> Shared<T> {
                 pending: VecDeque::new(),
                 dispatching: false,
                 waiting: 0,
+                wakers: Vec::new(),
+                next_waker: 0,
             }),
             progress: Condvar::new(),
             hook,
             listeners: Registry::new(),
-            waiters: Waiters::new(),
             updating: AtomicUsize::new(0),
             dispatcher: AtomicUsize::new(0),
             round_depth: AtomicU32::new(0),
@@ -113,7 +118,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
     }
 
     pub(crate) fn version(&self) -> Version {
-        Version(self.version.load(Ordering::SeqCst))
+        Version(self.version.load(Ordering::Acquire))
     }
 
     /// Runs `updater` on the latest state and commits and delivers its result.
@@ -163,7 +168,12 @@ impl<T: Send + Sync + 'static> Shared<T> {
         core.version += 1;
         let version = core.version;
         self.cell.store(Arc::clone(&core.current));
-        self.version.store(version, Ordering::SeqCst);
+        self.version.store(version, Ordering::Release);
+        let wakers = if core.wakers.is_empty() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut core.wakers)
+        };
 
         if !in_callback
             && !core.dispatching
@@ -176,7 +186,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
             // added after this round began, rule 6).
             core.delivered = version;
             drop(core);
-            self.waiters.wake();
+            wake_all(wakers);
             drop(old);
             return Update::Committed(Version(version));
         }
@@ -192,14 +202,14 @@ impl<T: Send + Sync + 'static> Shared<T> {
             // delivers this commit after the current round.
             core.pending.push_back(commit);
             drop(core);
-            self.waiters.wake();
+            wake_all(wakers);
             return Update::Committed(Version(version));
         }
 
         if core.dispatching {
             core.pending.push_back(commit);
             drop(core);
-            self.waiters.wake();
+            wake_all(wakers);
             self.wait_for_delivery(version);
             return Update::Committed(Version(version));
         }
@@ -219,7 +229,7 @@ impl<T: Send + Sync + 'static> Shared<T> {
             }
         };
         drop(core);
-        self.waiters.wake();
+        wake_all(wakers);
         self.dispatch(first);
         Update::Committed(Version(version))
     }
@@ -298,6 +308,41 @@ impl<T: Send + Sync + 'static> Shared<T> {
                 listener.call(&commit.new);
             }
         }
+    }
+}
+
+impl<T> Shared<T> {
+    /// A new id for a [`crate::Changed`] waiter.
+    pub(crate) fn new_waiter(&self) -> u64 {
+        let mut core = lock(&self.core);
+        core.next_waker += 1;
+        core.next_waker
+    }
+
+    /// Registers (or refreshes) waiter `id`'s waker unless the store is already past
+    /// `since`; returns the version in that case.
+    pub(crate) fn wait_past(&self, id: u64, since: Version, waker: &Waker) -> Option<Version> {
+        let mut core = lock(&self.core);
+        if core.version > since.0 {
+            return Some(Version(core.version));
+        }
+        match core.wakers.iter_mut().find(|(slot, _)| *slot == id) {
+            Some((_, existing)) => existing.clone_from(waker),
+            None => core.wakers.push((id, waker.clone())),
+        }
+        None
+    }
+
+    /// Forgets waiter `id`.
+    pub(crate) fn stop_waiting(&self, id: u64) {
+        lock(&self.core).wakers.retain(|(slot, _)| *slot != id);
+    }
+}
+
+/// Wakes the tasks that waited for a commit (outside the lock: a waker may run code).
+fn wake_all(wakers: Vec<(u64, Waker)>) {
+    for (_, waker) in wakers {
+        waker.wake();
     }
 }
 

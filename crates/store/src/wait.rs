@@ -1,81 +1,22 @@
 //! Waiting asynchronously for the store to change: [`Changed`].
 //!
 //! A UI loop or a task awaits "the store moved past version v". Commits wake the waiting
-//! tasks directly (their wakers are kept here), so nothing polls. The store stays free of
-//! any async runtime: this is plain `std::future`, usable from tokio or any executor.
+//! tasks directly (their wakers are kept beside the state, under the writer lock), so
+//! nothing polls. The store stays free of any async runtime: this is plain
+//! `std::future`, usable from tokio or any executor.
 //!
-//! Lost wake-ups are excluded by ordering: a commit publishes its version, then looks for
-//! registered wakers; a waiter registers its waker, then re-reads the version. Both sides
-//! use sequentially consistent operations, so at least one of them sees the other.
+//! Lost wake-ups are excluded by the lock: a waiter registers its waker under the same
+//! lock a commit takes, checking the version there, so either the commit came first (the
+//! waiter sees it) or the registration did (the commit wakes it).
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use crate::dispatch::Shared;
 use crate::store::Version;
-use crate::sync::{AtomicU64, AtomicUsize, Mutex, Ordering, lock};
-
-/// Wakers of tasks waiting for a commit.
-pub(crate) struct Waiters {
-    /// Registered wakers, readable without the lock so commits with no waiter cost one load.
-    count: AtomicUsize,
-    slots: Mutex<Vec<(u64, Waker)>>,
-    next_id: AtomicU64,
-}
-
-impl Waiters {
-    pub(crate) fn new() -> Self {
-        Self {
-            count: AtomicUsize::new(0),
-            slots: Mutex::new(Vec::new()),
-            next_id: AtomicU64::new(0),
-        }
-    }
-
-    /// Wakes every registered task (they re-register if they keep waiting).
-    pub(crate) fn wake(&self) {
-        if self.count.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        let woken = {
-            let mut slots = lock(&self.slots);
-            self.count.store(0, Ordering::SeqCst);
-            std::mem::take(&mut *slots)
-        };
-        for (_, waker) in woken {
-            waker.wake();
-        }
-    }
-
-    /// Registers (or refreshes) the waker of waiter `id`.
-    fn register(&self, id: u64, waker: &Waker) {
-        let mut slots = lock(&self.slots);
-        match slots.iter_mut().find(|(slot, _)| *slot == id) {
-            Some((_, existing)) => {
-                if !existing.will_wake(waker) {
-                    existing.clone_from(waker);
-                }
-            }
-            None => {
-                slots.push((id, waker.clone()));
-                self.count.store(slots.len(), Ordering::SeqCst);
-            }
-        }
-    }
-
-    fn unregister(&self, id: u64) {
-        let mut slots = lock(&self.slots);
-        slots.retain(|(slot, _)| *slot != id);
-        self.count.store(slots.len(), Ordering::SeqCst);
-    }
-
-    fn new_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-}
 
 /// Resolves with the store's version once it is newer than the version it was made with.
 ///
@@ -108,7 +49,7 @@ pub struct Changed<T> {
 
 impl<T> Changed<T> {
     pub(crate) fn new(shared: Arc<Shared<T>>, since: Version) -> Self {
-        let id = shared.waiters.new_id();
+        let id = shared.new_waiter();
         Self {
             shared,
             since,
@@ -126,15 +67,12 @@ impl<T: Send + Sync + 'static> Future for Changed<T> {
         if now > self.since {
             return Poll::Ready(now);
         }
-        self.shared.waiters.register(self.id, cx.waker());
-        self.registered = true;
-        // Re-check after registering: a commit between the first check and the
-        // registration would otherwise never wake us.
-        let now = self.shared.version();
-        if now > self.since {
-            Poll::Ready(now)
-        } else {
-            Poll::Pending
+        match self.shared.wait_past(self.id, self.since, cx.waker()) {
+            Some(now) => Poll::Ready(now),
+            None => {
+                self.registered = true;
+                Poll::Pending
+            }
         }
     }
 }
@@ -142,7 +80,7 @@ impl<T: Send + Sync + 'static> Future for Changed<T> {
 impl<T> Drop for Changed<T> {
     fn drop(&mut self) {
         if self.registered {
-            self.shared.waiters.unregister(self.id);
+            self.shared.stop_waiting(self.id);
         }
     }
 }

@@ -125,6 +125,11 @@ where
         } else {
             self.len
         };
+        self.logged(key, value, len)
+    }
+
+    /// [`insert`](Self::insert) with the resulting length known.
+    fn logged(&self, key: K, value: V, len: usize) -> Self {
         let (rest, log_len) = match &self.log {
             // The same key changed again: replace the head rather than grow the log.
             Some(head) if head.key == key => (head.next.clone(), self.log_len - 1),
@@ -146,6 +151,13 @@ where
         } else {
             next
         }
+    }
+
+    /// A new version with `key` — already in the map — set to `value`, recorded in the
+    /// log. Saves the lookup [`insert`](Self::insert) makes to keep the length right.
+    pub fn replace(&self, key: K, value: V) -> Self {
+        debug_assert!(self.get(&key).is_some(), "replace of a key not in the map");
+        self.logged(key, value, self.len)
     }
 
     /// A new version with `key` set to `value` written straight into the base, with
@@ -365,7 +377,8 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Insert(k, v) => {
-                        map = map.insert(k, v);
+                        // Exercise `replace` whenever the key is already there.
+                        map = if model.contains_key(&k) { map.replace(k, v) } else { map.insert(k, v) };
                         model.insert(k, v);
                     }
                     Op::InsertEager(k, v) => {

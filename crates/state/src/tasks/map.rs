@@ -81,7 +81,7 @@ impl TaskMap {
         Some(TaskMap(if frees_memory {
             self.0.insert_eager(id.clone(), Arc::new(task))
         } else {
-            self.0.insert(id.clone(), Arc::new(task))
+            self.0.replace(id.clone(), Arc::new(task))
         }))
     }
 

@@ -17,9 +17,71 @@ use strata_protocol::message::Message;
 /// task list shows them. They are unique across runs of a session (they start from the
 /// wall clock), which matters because agent ids name files on disk
 /// (`subagents/agent-<id>.jsonl`). Short enough to be stored inline: cloning an id never
-/// allocates.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TaskId(SmolStr);
+/// allocates. The first 16 bytes are also kept as two big-endian words, so comparing two
+/// ids — which the task map does on every lookup — is two integer comparisons instead of
+/// a call into `memcmp` (that call was a measurable share of a task update).
+#[derive(Clone)]
+pub struct TaskId {
+    /// The first 16 bytes, big-endian, zero-padded: they compare like the bytes.
+    words: [u64; 2],
+    name: SmolStr,
+}
+
+impl TaskId {
+    fn new(name: SmolStr) -> Self {
+        let mut head = [0u8; 16];
+        let bytes = name.as_bytes();
+        let n = bytes.len().min(16);
+        head[..n].copy_from_slice(&bytes[..n]);
+        let (hi, lo) = head.split_at(8);
+        let word = |b: &[u8]| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(b);
+            u64::from_be_bytes(w)
+        };
+        Self {
+            words: [word(hi), word(lo)],
+            name,
+        }
+    }
+}
+
+impl PartialEq for TaskId {
+    fn eq(&self, other: &Self) -> bool {
+        self.words == other.words
+            && self.name.len() == other.name.len()
+            && (self.name.len() <= 16 || self.name.as_bytes()[16..] == other.name.as_bytes()[16..])
+    }
+}
+
+impl Eq for TaskId {}
+
+impl std::hash::Hash for TaskId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
+}
+
+impl PartialOrd for TaskId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for TaskId {
+    /// Byte-wise lexicographic order, the order of the ids as text: the zero padding of a
+    /// short id leaves a tie that the lengths break (a proper prefix sorts first).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.words.cmp(&other.words).then_with(|| {
+            let (a, b) = (self.name.as_bytes(), other.name.as_bytes());
+            if a.len() > 16 && b.len() > 16 {
+                a[16..].cmp(&b[16..])
+            } else {
+                a.len().cmp(&b.len())
+            }
+        })
+    }
+}
 
 /// The last number handed out, so ids made in the same millisecond still differ and
 /// still increase.
@@ -49,29 +111,29 @@ impl TaskId {
                 Err(actual) => last = actual,
             }
         };
-        Self(SmolStr::new(format!("{prefix}{number:013x}")))
+        Self::new(SmolStr::new(format!("{prefix}{number:013x}")))
     }
 
     /// An id read from elsewhere (a transcript, a command line), kept as given.
     pub fn from_string(id: impl AsRef<str>) -> Self {
-        Self(SmolStr::new(id.as_ref()))
+        Self::new(SmolStr::new(id.as_ref()))
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.name
     }
 }
 
 impl fmt::Debug for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TaskId({})", self.0)
+        write!(f, "TaskId({})", self.name)
     }
 }
 
 impl fmt::Display for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.name)
     }
 }
 
@@ -206,4 +268,20 @@ pub struct InProcessTeammate {
 pub struct RemoteAgent {
     /// Where the remote session can be opened.
     pub session_url: Arc<str>,
+}
+
+#[cfg(test)]
+mod compare_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        /// Ids compare and equal exactly as their text does, short or long, with NULs.
+        fn ids_compare_like_their_text(a in "[a-c0\u{0}]{0,30}", b in "[a-c0\u{0}]{0,30}") {
+            let (x, y) = (TaskId::from_string(&a), TaskId::from_string(&b));
+            prop_assert_eq!(x.cmp(&y), a.cmp(&b));
+            prop_assert_eq!(x == y, a == b);
+        }
+    }
 }
