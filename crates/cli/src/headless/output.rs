@@ -129,3 +129,21 @@ pub(crate) struct QuietSink;
 impl EventSink for QuietSink {
     fn emit(&self, _message: SdkMessage) {}
 }
+
+#[cfg(test)]
+impl Lines {
+    /// Lines that go to a channel instead of stdout, and a function returning those sent
+    /// so far.
+    pub(crate) fn capture() -> (Self, impl Fn() -> Vec<String>) {
+        let (tx, rx) = mpsc::channel();
+        let drain = move || {
+            rx.try_iter()
+                .filter_map(|c| match c {
+                    Command::Line(l) => Some(l),
+                    Command::Close => None,
+                })
+                .collect()
+        };
+        (Self { tx }, drain)
+    }
+}

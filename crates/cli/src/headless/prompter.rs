@@ -187,3 +187,147 @@ impl PermissionPrompter for PromptChannel {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn prompt() -> PermissionPrompt {
+        PermissionPrompt {
+            tool_name: "Bash".into(),
+            input: json!({"command": "touch x"}),
+            tool_use_id: "toolu_1".into(),
+            reason: "needs approval".into(),
+        }
+    }
+
+    /// Asks once and answers with `response` (given the request id) once the request is out.
+    async fn ask_and_answer(
+        response: impl Fn(&str) -> ControlResponse,
+    ) -> (PermissionResult, Vec<Value>) {
+        let (lines, sent) = Lines::capture();
+        let channel = PromptChannel::new(lines);
+        let asking = channel.ask(prompt());
+        let answering = async {
+            loop {
+                tokio::task::yield_now().await;
+                // A statement of its own: the guard must be gone before `answer` locks.
+                let open = channel.state().pending.keys().next().cloned();
+                if let Some(id) = open {
+                    assert_eq!(channel.answer(response(&id)), Answered::Prompt);
+                    return;
+                }
+            }
+        };
+        let (result, ()) = tokio::join!(asking, answering);
+        let out = sent()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (result, out)
+    }
+
+    #[tokio::test]
+    async fn an_allow_answer_allows_and_the_request_names_the_call() {
+        let (result, out) = ask_and_answer(|id| {
+            ControlResponse::success(
+                id,
+                Some(json!({"behavior": "allow", "updatedInput": {"command": "ls"}})),
+            )
+        })
+        .await;
+        assert_eq!(
+            result,
+            PermissionResult::Allow {
+                updated_input: Some(json!({"command": "ls"}))
+            }
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0]["request"]["subtype"], "can_use_tool");
+        assert_eq!(out[0]["request"]["tool_use_id"], "toolu_1");
+        assert_eq!(out[0]["request"]["decision_reason"], "needs approval");
+    }
+
+    #[tokio::test]
+    async fn error_and_malformed_answers_deny_saying_why() {
+        let (result, _) = ask_and_answer(|id| ControlResponse::error(id, "dialog crashed")).await;
+        let PermissionResult::Deny { message, .. } = result else {
+            panic!("{result:?}")
+        };
+        assert!(message.contains("dialog crashed"), "{message}");
+        let (result, _) =
+            ask_and_answer(|id| ControlResponse::success(id, Some(json!({"behavior": "maybe"}))))
+                .await;
+        let PermissionResult::Deny { message, .. } = result else {
+            panic!("{result:?}")
+        };
+        assert!(message.contains("not a permission result"), "{message}");
+        let (result, _) = ask_and_answer(|id| ControlResponse::success(id, None)).await;
+        assert!(matches!(result, PermissionResult::Deny { .. }));
+    }
+
+    #[tokio::test]
+    async fn answers_to_no_open_prompt_are_reported_as_unknown() {
+        let (lines, _) = Lines::capture();
+        let channel = PromptChannel::new(lines);
+        assert_eq!(
+            channel.answer(ControlResponse::success("nope", None)),
+            Answered::Unknown
+        );
+    }
+
+    #[tokio::test]
+    async fn closing_denies_open_and_later_prompts() {
+        let (lines, _) = Lines::capture();
+        let channel = PromptChannel::new(lines);
+        let open = channel.ask(prompt());
+        let closing = async {
+            while channel.state().pending.is_empty() {
+                tokio::task::yield_now().await;
+            }
+            channel.close();
+        };
+        let (result, ()) = tokio::join!(open, closing);
+        assert!(matches!(result, PermissionResult::Deny { .. }));
+        let later = channel.ask(prompt()).await;
+        assert!(matches!(later, PermissionResult::Deny { .. }));
+    }
+
+    #[tokio::test]
+    async fn an_interrupted_turn_withdraws_its_prompt() {
+        let (lines, sent) = Lines::capture();
+        let channel = PromptChannel::new(lines);
+        let turn = CancellationToken::new();
+        channel.set_turn(Some(turn.clone()));
+        let asking = channel.ask(prompt());
+        let interrupting = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            turn.cancel();
+        };
+        let (result, ()) = tokio::join!(asking, interrupting);
+        assert!(
+            matches!(
+                result,
+                PermissionResult::Deny {
+                    interrupt: true,
+                    ..
+                }
+            ),
+            "{result:?}"
+        );
+        let out: Vec<Value> = sent()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(
+            out[1],
+            json!({"type": "control_cancel_request", "request_id": out[0]["request_id"]})
+        );
+        assert!(channel.state().pending.is_empty());
+    }
+}
