@@ -32,6 +32,7 @@ fn provider(server: &MockServer, retry: RetryPolicy) -> AnthropicProvider {
 }
 
 fn request(messages: Vec<Message>) -> ModelRequest {
+    let messages = messages.into_iter().map(std::sync::Arc::new).collect();
     ModelRequest {
         model: "claude-test".into(),
         system: "You are a test.".into(),

@@ -26,6 +26,7 @@ fn provider(server: &MockServer, key: Option<&str>) -> OpenAiProvider {
 }
 
 fn request(messages: Vec<Message>) -> ModelRequest {
+    let messages = messages.into_iter().map(std::sync::Arc::new).collect();
     ModelRequest {
         model: "local-model".into(),
         system: "Be brief.".into(),

@@ -20,7 +20,7 @@ fn request() -> ModelRequest {
     ModelRequest {
         model: "ignored".into(),
         system: String::new(),
-        messages: vec![Message::user_text("go")],
+        messages: vec![std::sync::Arc::new(Message::user_text("go"))],
         tools: Vec::new(),
         max_tokens: 100,
         thinking_budget: None,

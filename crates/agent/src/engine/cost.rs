@@ -69,7 +69,9 @@ impl RunTotals {
     }
 
     pub(crate) fn cost_usd(&self) -> f64 {
-        self.by_model.values().map(|(_, c)| c).sum()
+        // A fold from +0.0: `Sum` for floats starts at -0.0, which would print as
+        // `-0.0` for a run that cost nothing.
+        self.by_model.values().fold(0.0, |total, (_, c)| total + c)
     }
 
     /// The `result` line's `usage` object.

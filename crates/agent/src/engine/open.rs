@@ -88,7 +88,8 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     }
 
     // The conversation and the model (COMPAT: a resumed session keeps its model).
-    let conversation = loaded.as_mut().map(LoadedSession::model_messages);
+    let mut conversation = loaded.as_mut().map(LoadedSession::model_messages);
+    let resumed_interrupted = conversation.as_ref().is_some_and(|c| c.interrupted);
     let model = options
         .model
         .clone()
@@ -123,13 +124,9 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         ..RuntimeFacts::from_config(&merged, global_config)
     };
     let mut initial = default_app_state(facts);
-    if let Some(conversation) = &conversation {
-        initial.messages = conversation
-            .messages
-            .iter()
-            .cloned()
-            .map(Arc::new)
-            .collect();
+    if let Some(conversation) = conversation.take() {
+        // Moved, not copied: a resumed conversation can be tens of megabytes.
+        initial.messages = conversation.messages.into_iter().map(Arc::new).collect();
     }
     let env = initial.runtime.env.clone();
     let ports = Ports::from_files(files.clone(), global.clone(), bootstrap, &initial.runtime);
@@ -154,15 +151,20 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         git_branch(&cwd),
         loaded.as_ref().and_then(LoadedSession::leaf_uuid),
     ));
-    let file_history = match &loaded {
+    let file_history = match &mut loaded {
         Some(loaded) => FileHistory::resume(
             &layout,
             &cwd,
-            loaded.file_history.iter().cloned(),
+            std::mem::take(&mut loaded.file_history),
             loaded.latest_snapshot.as_ref(),
         ),
         None => FileHistory::new(&layout, &cwd),
     };
+    // Everything needed is taken from the loaded transcript; freeing its index and
+    // buffers (large for a long session) happens beside the first request, not before.
+    if let Some(loaded) = loaded.take() {
+        std::thread::spawn(move || drop(loaded));
+    }
     let file_history = Arc::new(Mutex::new(file_history));
     let prompt_uuid = Arc::new(Mutex::new(String::new()));
     let store = root.store().store().clone();
@@ -202,7 +204,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         project_root,
         global,
         warnings,
-        resumed_interrupted: conversation.as_ref().is_some_and(|c| c.interrupted),
+        resumed_interrupted,
         current_turn: Mutex::new(None),
     })
 }

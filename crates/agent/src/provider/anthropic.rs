@@ -14,6 +14,8 @@
 
 mod decode;
 
+use std::sync::Arc;
+
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -189,7 +191,7 @@ struct Body<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<Value>,
-    messages: &'a [Message],
+    messages: &'a [Arc<Message>],
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,7 +208,11 @@ pub(crate) fn request_body(
     caching: bool,
 ) -> Result<Vec<u8>, ProviderError> {
     for message in &mut request.messages {
-        if let MessageContent::Blocks(blocks) = &mut message.content {
+        // Messages are shared with the app state: only one that needs cleaning is copied.
+        if !needs_cleaning(message, caching) {
+            continue;
+        }
+        if let MessageContent::Blocks(blocks) = &mut Arc::make_mut(message).content {
             for block in blocks {
                 if let ContentBlock::ToolUse(t) = block {
                     t.caller = None;
@@ -263,6 +269,29 @@ fn tool_json(tool: &ToolDefinition) -> Value {
 }
 
 /// The unknown-field map of a block that accepts `cache_control`.
+/// Whether `message` holds a tool use's `caller` (never sent to the model) or, when
+/// strata places its own cache breakpoints, a `cache_control` from elsewhere.
+fn needs_cleaning(message: &Message, caching: bool) -> bool {
+    let MessageContent::Blocks(blocks) = &message.content else {
+        return false;
+    };
+    blocks.iter().any(|block| {
+        let extra = match block {
+            ContentBlock::ToolUse(t) if t.caller.is_some() => return true,
+            ContentBlock::Text(b) => &b.extra,
+            ContentBlock::ToolUse(b) => &b.extra,
+            ContentBlock::ToolResult(b) => &b.extra,
+            ContentBlock::Image(b) => &b.extra,
+            ContentBlock::Thinking(_)
+            | ContentBlock::RedactedThinking(_)
+            | ContentBlock::Unknown(_) => {
+                return false;
+            }
+        };
+        caching && extra.contains_key("cache_control")
+    })
+}
+
 fn block_extra(block: &mut ContentBlock) -> Option<&mut Map<String, Value>> {
     match block {
         ContentBlock::Text(b) => Some(&mut b.extra),
@@ -277,10 +306,11 @@ fn block_extra(block: &mut ContentBlock) -> Option<&mut Map<String, Value>> {
 }
 
 /// Marks the last cacheable block of the last message as a cache breakpoint.
-fn mark_last_block(messages: &mut [Message], marker: Value) {
+fn mark_last_block(messages: &mut [Arc<Message>], marker: Value) {
     let Some(last) = messages.last_mut() else {
         return;
     };
+    let last = Arc::make_mut(last);
     if let MessageContent::Text(text) = &last.content {
         if text.is_empty() {
             return;

@@ -51,6 +51,7 @@ mod transport;
 
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::Stream;
 use serde_json::Value;
@@ -74,8 +75,9 @@ pub struct ModelRequest {
     pub model: String,
     /// The system prompt.
     pub system: String,
-    /// The conversation so far, alternating user and assistant messages.
-    pub messages: Vec<Message>,
+    /// The conversation so far, alternating user and assistant messages. Shared with the
+    /// app state: building a request copies pointers, not a long conversation.
+    pub messages: Vec<Arc<Message>>,
     /// The tools the model may call.
     pub tools: Vec<ToolDefinition>,
     /// The maximum number of tokens to generate.

@@ -44,7 +44,7 @@ pub(super) async fn run_calls(
         if cancel.is_cancelled() {
             break;
         }
-        match clear(inner, tool_use, run).await {
+        match clear(inner, tool_use, cancel, run).await {
             Ok(call) => cleared.push(Cleared { index, ..call }),
             Err(output) => outputs[index] = Some(output),
         }
@@ -76,6 +76,7 @@ pub(super) async fn run_calls(
 async fn clear(
     inner: &Inner,
     tool_use: &ToolUseBlock,
+    cancel: &CancellationToken,
     run: &mut Run,
 ) -> Result<Cleared, ToolOutput> {
     let Some(tool) = inner.tools.get(&tool_use.name) else {
@@ -101,14 +102,21 @@ async fn clear(
         PermissionDecision::Deny { reason } => Some(reason),
         PermissionDecision::Ask { reason } => match &inner.prompter {
             Some(prompter) => {
-                let answer = prompter
-                    .ask(PermissionPrompt {
-                        tool_name: tool_use.name.clone(),
-                        input: input.clone(),
-                        tool_use_id: tool_use.id.clone(),
-                        reason: reason.clone(),
-                    })
-                    .await;
+                let prompt = PermissionPrompt {
+                    tool_name: tool_use.name.clone(),
+                    input: input.clone(),
+                    tool_use_id: tool_use.id.clone(),
+                    reason: reason.clone(),
+                };
+                // An interrupt must not wait for an answer that may never come.
+                let answer = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => PermissionResult::Deny {
+                        message: "The turn was interrupted before this call was approved.".into(),
+                        interrupt: true,
+                    },
+                    answer = prompter.ask(prompt) => answer,
+                };
                 match answer {
                     PermissionResult::Allow { updated_input } => {
                         if let Some(updated) = updated_input {
@@ -116,11 +124,17 @@ async fn clear(
                         }
                         None
                     }
-                    PermissionResult::Deny { message, .. } => Some(if message.is_empty() {
-                        format!("The user denied this {} call.", tool_use.name)
-                    } else {
-                        message
-                    }),
+                    PermissionResult::Deny { message, interrupt } => {
+                        if interrupt {
+                            // "Deny and stop": the rest of the turn is cancelled too.
+                            cancel.cancel();
+                        }
+                        Some(if message.is_empty() {
+                            format!("The user denied this {} call.", tool_use.name)
+                        } else {
+                            message
+                        })
+                    }
                 }
             }
             // `should_avoid_prompts` turns every ask into a deny when nobody can answer;

@@ -236,7 +236,7 @@ async fn stream_response(
     let request = ModelRequest {
         model: inner.model(),
         system: system_prompt(inner),
-        messages: state.messages.iter().map(|m| Message::clone(m)).collect(),
+        messages: state.messages.iter().cloned().collect(),
         tools: inner.tools.definitions(),
         max_tokens: MAX_OUTPUT_TOKENS,
         thinking_budget: state.thinking_enabled.then_some(THINKING_BUDGET_TOKENS),

@@ -14,6 +14,7 @@ use crate::provider::sse::SseParser;
 use crate::provider::transport::WireDecoder;
 
 fn request(messages: Vec<Message>) -> ModelRequest {
+    let messages = messages.into_iter().map(std::sync::Arc::new).collect();
     ModelRequest {
         model: "claude-test".into(),
         system: "You are strata.".into(),

@@ -11,6 +11,7 @@
 //! | thinking, redacted thinking, unknown | dropped (no place for them)                       |
 
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 use strata_protocol::message::{
     ContentBlock, ImageBlock, Message, MessageContent, Role, ToolResultContent,
 };
@@ -62,7 +63,7 @@ pub(super) fn request_body(
 }
 
 /// The conversation as chat-completions messages (see the module docs).
-pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
+pub(crate) fn chat_messages(system: &str, messages: &[Arc<Message>]) -> Vec<Value> {
     let mut out = Vec::with_capacity(messages.len() + 1);
     if !system.is_empty() {
         out.push(json!({"role": "system", "content": system}));
@@ -209,6 +210,7 @@ mod tests {
                 ],
             ),
         ];
+        let messages: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
         let out = chat_messages("be brief", &messages);
         assert_eq!(
             Value::Array(out),
@@ -251,10 +253,10 @@ mod tests {
         });
         let out = chat_messages(
             "",
-            &[Message::blocks(
+            &[Arc::new(Message::blocks(
                 Role::User,
                 vec![ContentBlock::text("what is this"), image],
-            )],
+            ))],
         );
         assert_eq!(
             out[0]["content"],
@@ -270,7 +272,7 @@ mod tests {
         let request = ModelRequest {
             model: "llama".into(),
             system: String::new(),
-            messages: vec![Message::user_text("hi")],
+            messages: vec![Arc::new(Message::user_text("hi"))],
             tools: vec![crate::provider::ToolDefinition {
                 name: "Bash".into(),
                 description: "run".into(),
