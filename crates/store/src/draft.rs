@@ -55,10 +55,10 @@ impl<T> Deref for Draft<'_, T> {
 impl<T: Clone> DerefMut for Draft<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         let base = self.base;
-        let edited = self.edited.get_or_insert_with(|| Arc::new(T::clone(base)));
-        // The copy was made here and is never shared before `apply` returns it, so it is
-        // unique and `make_mut` never clones again.
-        Arc::make_mut(edited)
+        // `make_mut` on a second handle to the shared base clones it straight into a new
+        // allocation (no temporary on the stack); the copy is never shared before `apply`
+        // returns it, so later calls find it unique and clone nothing.
+        Arc::make_mut(self.edited.get_or_insert_with(|| Arc::clone(base)))
     }
 }
 
