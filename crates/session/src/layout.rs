@@ -90,7 +90,10 @@ mod tests {
             l.subagent_transcript("a1"),
             PathBuf::from("/c/projects/-w-p/abc/subagents/agent-a1.jsonl")
         );
-        assert_eq!(l.tool_result("t1"), PathBuf::from("/c/projects/-w-p/abc/tool-results/t1.txt"));
+        assert_eq!(
+            l.tool_result("t1"),
+            PathBuf::from("/c/projects/-w-p/abc/tool-results/t1.txt")
+        );
         assert_eq!(l.file_history_dir(), PathBuf::from("/c/file-history/abc"));
         let back = SessionLayout::from_transcript_path(Path::new("/c"), &l.transcript()).unwrap();
         assert_eq!(back, l);

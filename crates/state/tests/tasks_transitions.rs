@@ -29,13 +29,20 @@ fn agent(id: &TaskId) -> TaskState {
 }
 
 fn domain(ids: &[&TaskId]) -> TasksDomain {
-    let tasks = ids.iter().fold(TaskMap::default(), |m, id| m.register(agent(id)).unwrap());
+    let tasks = ids
+        .iter()
+        .fold(TaskMap::default(), |m, id| m.register(agent(id)).unwrap());
     let tasks = ids.iter().fold(tasks, |m, id| m.start(id).unwrap());
-    TasksDomain { tasks, ..Default::default() }
+    TasksDomain {
+        tasks,
+        ..Default::default()
+    }
 }
 
 fn transcript(n: usize) -> TaskMessages {
-    (0..n).map(|i| Arc::new(Message::user_text(format!("message {i}")))).collect()
+    (0..n)
+        .map(|i| Arc::new(Message::user_text(format!("message {i}"))))
+        .collect()
 }
 
 fn local(domain: &TasksDomain, id: &TaskId) -> LocalAgent {
@@ -67,11 +74,20 @@ fn sl2_transitions_return_none_when_nothing_changes() {
     let a = TaskId::generate('a');
     let d = domain(&[&a]);
     assert!(d.exit_view().is_none(), "nothing viewed");
-    assert!(d.enter_view(&TaskId::generate('a'), None).is_none(), "unknown task");
+    assert!(
+        d.enter_view(&TaskId::generate('a'), None).is_none(),
+        "unknown task"
+    );
     let viewing = d.enter_view(&a, None).unwrap();
     assert!(viewing.enter_view(&a, None).is_none(), "already viewing it");
-    assert!(viewing.evict_due(u64::MAX).is_none(), "a viewed task is never due");
-    assert!(matches!(d.stop_or_dismiss(&TaskId::generate('a')), StopAction::Nothing));
+    assert!(
+        viewing.evict_due(u64::MAX).is_none(),
+        "a viewed task is never due"
+    );
+    assert!(matches!(
+        d.stop_or_dismiss(&TaskId::generate('a')),
+        StopAction::Nothing
+    ));
 }
 
 #[test]
@@ -80,10 +96,16 @@ fn sl3_a_finished_agent_nobody_views_is_evicted_after_the_grace_period() {
     let a = TaskId::generate('a');
     let mut d = domain(&[&a]);
     d.tasks = d.tasks.complete(&a, clock.now_ms()).unwrap();
-    assert_eq!(d.next_eviction_ms(), Some(clock.now_ms() + EVICTION_GRACE_MS));
+    assert_eq!(
+        d.next_eviction_ms(),
+        Some(clock.now_ms() + EVICTION_GRACE_MS)
+    );
 
     clock.advance(EVICTION_GRACE_MS - 1);
-    assert!(d.evict_due(clock.now_ms()).is_none(), "still inside the grace period");
+    assert!(
+        d.evict_due(clock.now_ms()).is_none(),
+        "still inside the grace period"
+    );
     clock.advance(1);
     let swept = d.evict_due(clock.now_ms()).unwrap();
     assert!(swept.tasks.get(&a).is_none());
@@ -100,7 +122,10 @@ fn sl3_viewing_retains_and_leaving_the_view_schedules_eviction_from_the_end_time
     assert_eq!(local(&d, &a).evict_after_ms, None, "retained while viewed");
 
     clock.advance(10 * EVICTION_GRACE_MS);
-    assert!(d.evict_due(clock.now_ms()).is_none(), "never evicted while viewed");
+    assert!(
+        d.evict_due(clock.now_ms()).is_none(),
+        "never evicted while viewed"
+    );
 
     let d = d.exit_view().unwrap();
     let released = local(&d, &a);
@@ -119,7 +144,9 @@ fn sl3_dismissing_a_finished_task_removes_it_and_every_reference_at_once() {
     d.foregrounded_task_id = Some(a.clone());
     d.agent_names.insert("explorer".into(), a.clone());
     d.tasks = d.tasks.fail(&a, "crashed", 7).unwrap();
-    let StopAction::Dismissed(gone) = d.stop_or_dismiss(&a) else { panic!("expected dismissal") };
+    let StopAction::Dismissed(gone) = d.stop_or_dismiss(&a) else {
+        panic!("expected dismissal")
+    };
     assert!(gone.tasks.is_empty());
     assert_eq!(gone.viewing_agent_task_id, None);
     assert_eq!(gone.foregrounded_task_id, None);
@@ -144,5 +171,9 @@ fn sl3_release_frees_the_messages() {
     let released = d.exit_view().unwrap();
     drop(d);
     assert_eq!(Arc::strong_count(&first), 1, "only our handle is left");
-    assert!(task_messages(released.tasks.get(&a).unwrap()).unwrap().is_empty());
+    assert!(
+        task_messages(released.tasks.get(&a).unwrap())
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -44,8 +44,8 @@ pub use other::{
     StandaloneAgent, TeamContext, Teammate, TodoItem, TodoStatus, Todos,
 };
 pub use permissions::{
-    DenialTracking, MAX_CONSECUTIVE_DENIALS, MAX_TOTAL_DENIALS, PermissionRule, RuleSource, RulesBySource, SettingsPermissions,
-    ToolPermissionContext,
+    DenialTracking, MAX_CONSECUTIVE_DENIALS, MAX_TOTAL_DENIALS, PermissionRule, RuleSource,
+    RulesBySource, SettingsPermissions, ToolPermissionContext,
 };
 pub use remote::{BridgeState, RemoteConnectionStatus, RemoteState};
 pub use runtime::{
