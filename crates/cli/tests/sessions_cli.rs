@@ -307,3 +307,35 @@ fn sp3_show_reports_repairs_and_unreadable_lines() {
         "terminal escapes from the transcript are not printed"
     );
 }
+
+/// Regression: `strata sessions show … | head` panicked ("failed printing to stdout:
+/// Broken pipe") once the reader closed the pipe. A reader that stops early has what it
+/// wanted: exit 0, nothing on stderr.
+#[test]
+fn regression_show_into_a_pipe_closed_early_exits_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+
+    let env = Env::new();
+    env.add("spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl", 0);
+    for args in [
+        &["show", "fa812bfe-b295-4cca-9c2f-fdf01028cb46", "--json"][..],
+        &["show", "fa812bfe-b295-4cca-9c2f-fdf01028cb46"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+            .arg("sessions")
+            .args(args)
+            .current_dir(&env.proj)
+            .env("STRATA_CONFIG_DIR", &env.cfg)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The read end is dropped here: the rest of the output meets a closed pipe.
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {:?}", out.status);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+}

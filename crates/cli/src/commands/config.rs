@@ -285,7 +285,7 @@ fn get(ctx: &Context, key: &str, global: bool, json: bool) -> anyhow::Result<()>
         }
     };
     if let Some(v) = &value {
-        render::quiet_pipe(render::print_value(v, json))?;
+        crate::commands::output::quiet_pipe(render::print_value(v, json))?;
     }
     if !errors.is_empty() {
         return Err(errors_failure(errors).into());
@@ -327,7 +327,7 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<()> {
         }
         Err(e) => errors.push(e),
     }
-    render::quiet_pipe(render::print_rows(&rows, json))?;
+    crate::commands::output::quiet_pipe(render::print_rows(&rows, json))?;
     if errors.is_empty() {
         Ok(())
     } else {

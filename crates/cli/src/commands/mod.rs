@@ -1,4 +1,5 @@
 //! The subcommands, one module each.
 
 pub(crate) mod config;
+pub(crate) mod output;
 pub(crate) mod sessions;

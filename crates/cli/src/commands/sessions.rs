@@ -24,6 +24,7 @@ use strata_session::chain::Repair;
 use strata_session::listing::{self, Listing, SessionSummary};
 use strata_session::resume::{self, LoadedSession};
 
+use crate::commands::output;
 use crate::exit::Failure;
 
 /// Arguments of `strata sessions`.
@@ -80,7 +81,7 @@ fn config_and_project() -> anyhow::Result<(PathBuf, PathBuf)> {
     Ok((config, paths::project_root(&cwd)))
 }
 
-#[allow(clippy::print_stdout, clippy::print_stderr)] // printing is this command's job
+#[allow(clippy::print_stderr)] // warnings about skipped files go to stderr
 fn list(args: ListArgs) -> anyhow::Result<()> {
     let (config, project) = config_and_project()?;
     let listing = if args.all_projects {
@@ -94,9 +95,9 @@ fn list(args: ListArgs) -> anyhow::Result<()> {
     }
     if args.json {
         let rows: Vec<Value> = listing.sessions.iter().map(summary_json).collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        output::println(&serde_json::to_string_pretty(&rows)?)?;
     } else {
-        print!("{}", list_table(&listing, args.all_projects, &project));
+        output::print(&list_table(&listing, args.all_projects, &project))?;
     }
     Ok(())
 }
@@ -177,16 +178,15 @@ fn one_line(s: &str, max: usize) -> String {
     }
 }
 
-#[allow(clippy::print_stdout)] // printing is this command's job
 fn show(args: ShowArgs) -> anyhow::Result<()> {
     let (config, project) = config_and_project()?;
     let path = resume::resolve(&config, &project, &args.session)
         .map_err(|e| Failure::failed(e.to_string()))?;
     let s = LoadedSession::load(&path).map_err(|e| Failure::failed(e.to_string()))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&show_json(&s)?)?);
+        output::println(&serde_json::to_string_pretty(&show_json(&s)?)?)?;
     } else {
-        print!("{}", show_text(&s)?);
+        output::print(&show_text(&s)?)?;
     }
     Ok(())
 }

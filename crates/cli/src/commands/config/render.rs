@@ -49,14 +49,6 @@ pub(super) fn print_rows(rows: &[Row], json: bool) -> io::Result<()> {
     Ok(())
 }
 
-/// Ignores a closed pipe (the reader has what it wanted); other errors are real.
-pub(super) fn quiet_pipe(result: io::Result<()>) -> anyhow::Result<()> {
-    match result {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
-}
-
 fn distinct(items: &[String]) -> Vec<&str> {
     let mut out: Vec<&str> = Vec::new();
     for i in items {

@@ -44,7 +44,6 @@ pub(crate) struct RewindArgs {
 }
 
 /// Runs `strata sessions rewind`.
-#[allow(clippy::print_stdout)] // the report is the command's output
 pub(crate) fn run(args: RewindArgs) -> anyhow::Result<()> {
     let config_dir = paths::config_dir().map_err(|e| Failure::usage(e.to_string()))?;
     let cwd = std::env::current_dir().context("reading the current directory")?;
@@ -72,7 +71,7 @@ pub(crate) fn run(args: RewindArgs) -> anyhow::Result<()> {
     let report = history.rewind(&args.to, args.dry_run).map_err(|e| {
         Failure::failed(format!("session {}: {}", session.session_id, one_line(&e)))
     })?;
-    print!("{}", render(&session.session_id, &report));
+    crate::commands::output::print(&render(&session.session_id, &report))?;
     Ok(())
 }
 
