@@ -77,6 +77,7 @@ fn start_background_task(ctx: &ToolUseContext, n: usize) -> TaskId {
     id
 }
 
+/// SA-3: the tasks setter reaches the root store from every depth.
 #[tokio::test]
 async fn sa3_background_tasks_from_every_depth_reach_the_root_and_stop_from_it() {
     let (store, root) = root_context();
@@ -122,6 +123,7 @@ async fn sa3_background_tasks_from_every_depth_reach_the_root_and_stop_from_it()
         .expect("every task stopped");
 }
 
+/// SA-5: cancellation flows down the tree, never up.
 #[tokio::test]
 async fn sa5_cancelling_an_inner_agent_cancels_its_children_and_never_its_parents() {
     let (_store, root) = root_context();
@@ -135,6 +137,7 @@ async fn sa5_cancelling_an_inner_agent_cancels_its_children_and_never_its_parent
     assert!(chain.iter().all(|c| c.cancel.is_cancelled()));
 }
 
+/// SA-5: sharing the abort controller is opted into.
 #[tokio::test]
 async fn sa5_a_shared_abort_controller_is_the_parents() {
     let (_store, root) = root_context();
@@ -150,6 +153,7 @@ async fn sa5_a_shared_abort_controller_is_the_parents() {
     assert!(root.cancel.is_cancelled());
 }
 
+/// SA-2: a sub-agent's setter is a no-op unless it shares the parent's.
 #[tokio::test]
 async fn sa2_writes_reach_the_store_only_through_shared_setters() {
     let (store, root) = root_context();

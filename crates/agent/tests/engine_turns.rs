@@ -321,3 +321,61 @@ async fn resuming_an_unknown_session_says_so() {
         "No conversation found with session ID: 0b5e9d2c-0000-4000-8000-000000000000"
     );
 }
+
+/// UI-4: the tools and the API client read and write the very store a UI reads. A
+/// subscriber standing in for the UI sees the todo list the model wrote through
+/// TodoWrite, the tool call in progress and then finished, and the whole conversation.
+#[tokio::test]
+async fn ui_4_tools_and_the_api_client_write_the_store_a_ui_reads() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use(
+        "toolu_todo",
+        "TodoWrite",
+        json!({"todos": [{"content": "Write the test", "status": "in_progress",
+                          "activeForm": "Writing the test"}]}),
+    ));
+    server.push(Reply::new().text("Planned."));
+    let engine = Engine::open(options(&env, &server, Arc::new(Collect::default())))
+        .await
+        .unwrap();
+    let todos_seen = Arc::new(Mutex::new(Vec::new()));
+    let busy_seen = Arc::new(Mutex::new(Vec::new()));
+    let (todos_log, busy_log) = (Arc::clone(&todos_seen), Arc::clone(&busy_seen));
+    let _todos = engine.store().subscribe_select(
+        |s| {
+            s.todos.of("main").map(|l| {
+                l.iter()
+                    .map(|t| t.active_form.to_string())
+                    .collect::<Vec<_>>()
+            })
+        },
+        move |t| todos_log.lock().unwrap().push(t.clone()),
+    );
+    let _busy = engine.store().subscribe_select(
+        |s| {
+            s.in_progress_tool_use_ids
+                .iter()
+                .map(|id| id.to_string())
+                .collect::<Vec<_>>()
+        },
+        move |ids| busy_log.lock().unwrap().push(ids.clone()),
+    );
+
+    let result = engine
+        .run_prompt(Message::user_text("plan it"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    assert_eq!(
+        *todos_seen.lock().unwrap(),
+        [Some(vec!["Writing the test".to_owned()])]
+    );
+    assert_eq!(
+        *busy_seen.lock().unwrap(),
+        [vec!["toolu_todo".to_owned()], vec![]],
+        "the call shows as in progress while it runs, and not after"
+    );
+    // prompt, tool call, tool result, answer
+    assert_eq!(engine.store().get().messages.len(), 4);
+    engine.close().await.unwrap();
+}

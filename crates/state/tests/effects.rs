@@ -158,6 +158,7 @@ fn fx2_model_changes_are_persisted_and_mirrored_into_bootstrap() {
     assert_eq!(h.rec.settings.writes().len(), 2);
 }
 
+/// FX-3: the expanded view is persisted only when it differs.
 #[test]
 fn fx3_the_expanded_view_is_written_only_when_the_stored_flags_differ() {
     let stored: GlobalConfig = serde_json::from_str(r#"{"showExpandedTodos":true}"#).unwrap();

@@ -144,6 +144,7 @@ fn st3_an_equal_but_new_value_is_a_change() {
     assert!(store.set(|prev| Arc::new(S::clone(prev))).is_committed());
 }
 
+/// ST-4: the change hook gets (new, old), after commit, before listeners.
 #[test]
 fn st4_the_hook_sees_new_and_old_after_commit_and_before_listeners() {
     let order = log();
