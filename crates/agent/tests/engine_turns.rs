@@ -86,7 +86,8 @@ fn options(env: &Env, server: &MockServer, events: Arc<dyn EventSink>) -> Engine
     }
 }
 
-fn transcript_lines(config: &Path) -> Vec<Value> {
+/// The session's transcript (each test records one session).
+fn transcript_path(config: &Path) -> PathBuf {
     let projects = config.join("projects");
     let dir = std::fs::read_dir(&projects)
         .unwrap()
@@ -94,11 +95,15 @@ fn transcript_lines(config: &Path) -> Vec<Value> {
         .unwrap()
         .unwrap()
         .path();
-    let file = std::fs::read_dir(&dir)
+    std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .unwrap();
+        .unwrap()
+}
+
+fn transcript_lines(config: &Path) -> Vec<Value> {
+    let file = transcript_path(config);
     std::fs::read_to_string(file)
         .unwrap()
         .lines()
@@ -378,4 +383,63 @@ async fn ui_4_tools_and_the_api_client_write_the_store_a_ui_reads() {
     // prompt, tool call, tool result, answer
     assert_eq!(engine.store().get().messages.len(), 4);
     engine.close().await.unwrap();
+}
+
+/// Regression: every assistant line was written with the usage of `message_start`, which
+/// carries no output tokens, so the cost rebuilt from the transcript on resume (and by
+/// `strata sessions show`) left out the output, the expensive part. The last line of a
+/// response now carries its final usage.
+#[tokio::test]
+async fn regression_the_transcript_records_each_responses_output_tokens() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(
+        Reply::new()
+            .text("Running it.")
+            .tool_use("toolu_1", "Bash", json!({"command": "echo hi"}))
+            .usage(40, 321),
+    );
+    server.push(Reply::new().text("It printed hi.").usage(50, 7));
+    let mut opts = options(&env, &server, Arc::new(Collect::default()));
+    opts.permission.allowed_tools = vec!["Bash(echo:*)".into()];
+    let engine = Engine::open(opts).await.unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("say hi"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    engine.close().await.unwrap();
+
+    let lines = transcript_lines(&env.config);
+    let outputs: Vec<(String, u64)> = lines
+        .iter()
+        .filter(|l| l["type"] == "assistant")
+        .map(|l| {
+            (
+                l["message"]["content"][0]["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                l["message"]["usage"]["output_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The first block's line is written when the second completes (usage so far); the
+    // response's last line carries the final count.
+    assert_eq!(
+        outputs,
+        [
+            ("text".to_owned(), 1),
+            ("tool_use".to_owned(), 321),
+            ("text".to_owned(), 7)
+        ]
+    );
+    // Cost rebuilt from the transcript is the cost the run reported.
+    let file = transcript_path(&env.config);
+    let usage = strata_session::usage::session_usage(&file).unwrap();
+    assert!(
+        (usage.total_cost_usd - result.total_cost_usd).abs() < 1e-9,
+        "rebuilt {} vs reported {}",
+        usage.total_cost_usd,
+        result.total_cost_usd
+    );
 }

@@ -51,13 +51,19 @@ fn redact(value: &mut Value, proj: &str) {
 fn paused_reply(reply: Reply) -> (MockResponse, Gate) {
     let reply = reply.build();
     let frames = strata_testkit::render::anthropic_frames(&reply);
-    let first_stop = frames
+    // Paused while the second block streams, where a model takes its time (a server
+    // sends one block's stop and the next one's start together).
+    let second_start = frames
         .iter()
-        .position(|f| f.event.as_deref() == Some("content_block_stop"))
-        .unwrap();
+        .enumerate()
+        .filter(|(_, f)| f.event.as_deref() == Some("content_block_start"))
+        .nth(1)
+        .unwrap()
+        .0;
     let gate = Gate::new();
     (
-        MockResponse::message(reply).pause_after(first_stop + 1, &gate),
+        // After the second block's start and its first delta.
+        MockResponse::message(reply).pause_after(second_start + 2, &gate),
         gate,
     )
 }

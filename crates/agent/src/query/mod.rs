@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::Inner;
 use crate::engine::cost::{RunTotals, boot_usage, response_cost};
 use crate::engine::record::UserLine;
-use crate::provider::{MessageAccumulator, ModelRequest, ProviderError};
+use crate::provider::{MessageAccumulator, ModelRequest, ProviderError, StreamEvent};
 
 /// The output budget of one response.
 const MAX_OUTPUT_TOKENS: u32 = 32_000;
@@ -245,8 +245,7 @@ async fn stream_response(
     let started = Instant::now();
     let mut stream = inner.provider.stream(request, cancel.clone());
     let mut acc = MessageAccumulator::new();
-    let mut done: Vec<ContentBlock> = Vec::new();
-    let mut line_uuids = HashMap::new();
+    let mut lines = BlockLines::default();
     let outcome = loop {
         let event = tokio::select! {
             biased;
@@ -259,22 +258,17 @@ async fn stream_response(
             Some(Ok(event)) => event,
         };
         match acc.push(&event) {
-            Ok(Some(completed)) => {
-                let line = acc.line_message(&completed.block);
-                let uuid = inner
-                    .recorder
-                    .assistant(line.clone(), None)
-                    .map_err(|e| format!("a response could not be recorded: {e}"))?;
-                if let ContentBlock::ToolUse(tool_use) = &completed.block {
-                    line_uuids.insert(tool_use.id.clone(), uuid.clone());
-                }
-                inner.events.emit(SdkMessage::Assistant(AssistantEvent {
-                    message: line,
-                    parent_tool_use_id: None,
-                    session_id: inner.session_id.clone(),
-                    uuid,
-                }));
-                done.push(completed.block);
+            Ok(Some(completed)) => lines.completed(inner, &acc, completed.block)?,
+            // The next block starts (the held one is out at once, as a server sends a
+            // block's stop and the next start together), or the final usage is known
+            // and the held block carries it.
+            Ok(None)
+                if matches!(
+                    event,
+                    StreamEvent::ContentBlockStart { .. } | StreamEvent::MessageDelta { .. }
+                ) =>
+            {
+                lines.flush(inner, &acc)?;
             }
             Ok(None) => {}
             Err(e) => {
@@ -285,6 +279,11 @@ async fn stream_response(
             }
         }
     };
+    // A response cut short keeps every block that completed, with the usage known so far.
+    lines.flush(inner, &acc)?;
+    let BlockLines {
+        done, line_uuids, ..
+    } = lines;
     let elapsed = started.elapsed();
     run.api += elapsed;
     // Whatever was streamed was paid for: count it even when the response broke off.
@@ -311,6 +310,56 @@ async fn stream_response(
         )),
         Err(ProviderError::Cancelled) => Ok(Streamed::Interrupted(done)),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Records each completed block of a response as its own assistant line and emits it.
+///
+/// A completed block is held back until the next block starts or the response's final
+/// usage arrives (`message_delta`), which servers send right after a block's stop:
+/// `message_start` reports no output tokens, so the last line written at its block's stop
+/// would leave them out of the transcript, and the cost rebuilt from it on resume would
+/// miss them. Lines of one response share `message.id`, and readers keep the largest
+/// usage among them, so the last line carries the whole response's usage.
+#[derive(Default)]
+struct BlockLines {
+    held: Option<ContentBlock>,
+    done: Vec<ContentBlock>,
+    line_uuids: HashMap<String, String>,
+}
+
+impl BlockLines {
+    fn completed(
+        &mut self,
+        inner: &Inner,
+        acc: &MessageAccumulator,
+        block: ContentBlock,
+    ) -> Result<(), String> {
+        self.flush(inner, acc)?;
+        self.held = Some(block);
+        Ok(())
+    }
+
+    fn flush(&mut self, inner: &Inner, acc: &MessageAccumulator) -> Result<(), String> {
+        let Some(block) = self.held.take() else {
+            return Ok(());
+        };
+        let line = acc.line_message(&block);
+        let uuid = inner
+            .recorder
+            .assistant(line.clone(), None)
+            .map_err(|e| format!("a response could not be recorded: {e}"))?;
+        if let ContentBlock::ToolUse(tool_use) = &block {
+            self.line_uuids.insert(tool_use.id.clone(), uuid.clone());
+        }
+        inner.events.emit(SdkMessage::Assistant(AssistantEvent {
+            message: line,
+            parent_tool_use_id: None,
+            session_id: inner.session_id.clone(),
+            uuid,
+        }));
+        self.done.push(block);
+        Ok(())
     }
 }
 
