@@ -1,9 +1,11 @@
 //! Read-modify-write of one file, safe against concurrent writers and crashes.
 //!
 //! The protocol, for every write strata makes to a settings or config file:
-//! 1. take an exclusive lock on a sidecar `<file>.lock` (blocking). The lock is on a
-//!    separate file because step 4 replaces the data file's inode: a lock held on the old
-//!    inode would not exclude a writer that opened the new one;
+//! 1. take an exclusive lock on the file's directory (blocking). The lock is not on the
+//!    file itself because step 4 replaces the file's inode: a lock held on the old inode
+//!    would not exclude a writer that opened the new one. Locking the directory leaves no
+//!    lock file behind in a project's `.strata/` to be committed by mistake (elsewhere
+//!    than unix, a sidecar `<file>.lock` is used);
 //! 2. read the file *inside* the lock, so the edit applies to what the last writer left
 //!    (no writer ever drops another's keys);
 //! 3. let the caller compute the new bytes, or decide nothing changed (then nothing is
@@ -13,9 +15,11 @@
 //!    or the new file, never a torn one.
 //!
 //! New files get mode 0600, new directories 0700 (settings can hold secrets such as an
-//! `apiKeyHelper` command or `env` tokens). An existing file keeps its mode.
+//! `apiKeyHelper` command or `env` tokens). An existing file keeps its mode and group.
+//! A path that is a symbolic link (settings kept in a dotfiles repository) is written
+//! through: the link's target is replaced and the link stays.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
@@ -44,14 +48,12 @@ pub(crate) fn locked_update<T>(
     path: &Path,
     decide: impl FnOnce(Option<&[u8]>) -> Result<Decision<T>, ConfigError>,
 ) -> Result<(bool, T), ConfigError> {
+    let path = &follow_links(path)?;
     let dir = parent_dir(path);
     create_private_dir(&dir)?;
-    let lock_path = sidecar_lock(path);
-    let lock = open_private(&lock_path)?;
-    lock.lock()
-        .map_err(|e| ConfigError::io("lock", &lock_path, e))?;
-    // The lock is released when `lock` is dropped at the end of this function, also on
+    // The lock is released when `_lock` is dropped at the end of this function, also on
     // every error path.
+    let _lock = lock_for(path, &dir)?;
     let current = read(path)?;
     match decide(current.as_deref())? {
         Decision::Keep(out) => Ok((false, out)),
@@ -62,8 +64,49 @@ pub(crate) fn locked_update<T>(
     }
 }
 
+/// Takes the exclusive lock that serializes writers of `path` (in `dir`).
+#[cfg(unix)]
+fn lock_for(_path: &Path, dir: &Path) -> Result<File, ConfigError> {
+    let handle = File::open(dir).map_err(|e| ConfigError::io("open", dir, e))?;
+    handle.lock().map_err(|e| ConfigError::io("lock", dir, e))?;
+    Ok(handle)
+}
+
+#[cfg(not(unix))]
+fn lock_for(path: &Path, _dir: &Path) -> Result<File, ConfigError> {
+    let lock_path = sidecar_lock(path);
+    let lock = open_private(&lock_path)?;
+    lock.lock()
+        .map_err(|e| ConfigError::io("lock", &lock_path, e))?;
+    Ok(lock)
+}
+
+/// The file a write to `path` must replace: `path` itself, or the end of the chain of
+/// symbolic links it starts (the target may not exist yet).
+fn follow_links(path: &Path) -> Result<PathBuf, ConfigError> {
+    /// Linux's own limit on links followed in one lookup.
+    const MAX_LINKS: usize = 40;
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = fs::read_link(&current)
+                    .map_err(|e| ConfigError::io("read link", &current, e))?;
+                current = parent_dir(&current).join(target);
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(ConfigError::io(
+        "follow links of",
+        path,
+        std::io::Error::other(format!("more than {MAX_LINKS} symbolic links in a chain")),
+    ))
+}
+
 /// `<file>.lock` beside `path`.
-pub(crate) fn sidecar_lock(path: &Path) -> PathBuf {
+#[cfg(not(unix))]
+fn sidecar_lock(path: &Path) -> PathBuf {
     let mut name = path
         .file_name()
         .map(|n| n.to_os_string())
@@ -96,6 +139,13 @@ fn replace(path: &Path, dir: &Path, bytes: &[u8]) -> Result<(), ConfigError> {
         // Keep the mode the user gave an existing file.
         fs::set_permissions(tmp.path(), meta.permissions())
             .map_err(|e| ConfigError::io("set permissions of", tmp.path(), e))?;
+        // And its group, when this user may give it (a shared settings file). Failing
+        // is not an error: the file is this user's to write either way.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let _ = std::os::unix::fs::fchown(tmp.as_file(), None, Some(meta.gid()));
+        }
     }
     tmp.write_all(bytes)
         .map_err(|e| ConfigError::io("write", tmp.path(), e))?;
@@ -134,8 +184,9 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), ConfigError> {
 }
 
 /// Opens (creating with mode 0600 when missing) a file for writing.
+#[cfg(not(unix))]
 fn open_private(path: &Path) -> Result<File, ConfigError> {
-    let mut opts = OpenOptions::new();
+    let mut opts = fs::OpenOptions::new();
     opts.create(true).truncate(false).write(true);
     #[cfg(unix)]
     {
@@ -170,7 +221,60 @@ mod tests {
         assert_eq!(mode(&file), 0o600);
         assert_eq!(mode(&tmp.path().join("a")), 0o700);
         assert_eq!(mode(&tmp.path().join("a/b")), 0o700);
-        assert_eq!(mode(&sidecar_lock(&file)), 0o600);
+    }
+
+    /// Regression: a settings file kept in a dotfiles repository and linked into place
+    /// was replaced by a regular file, cutting the link; the dotfile kept the old value.
+    #[test]
+    #[cfg(unix)]
+    fn regression_a_symlinked_file_is_written_through_and_stays_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dotfiles = tmp.path().join("dotfiles");
+        fs::create_dir(&dotfiles).unwrap();
+        fs::write(dotfiles.join("settings.json"), "{}").unwrap();
+        let config = tmp.path().join("config");
+        fs::create_dir(&config).unwrap();
+        let link = config.join("settings.json");
+        // A relative link, resolved against the link's directory.
+        std::os::unix::fs::symlink("../dotfiles/settings.json", &link).unwrap();
+        locked_update(&link, |cur| {
+            assert_eq!(cur, Some(&b"{}"[..]), "reads through the link");
+            Ok(Decision::Write(b"{\"a\":1}".to_vec(), ()))
+        })
+        .unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            fs::read(dotfiles.join("settings.json")).unwrap(),
+            b"{\"a\":1}"
+        );
+        // A dangling link: the target is created where it points.
+        let dangling = config.join("settings.local.json");
+        std::os::unix::fs::symlink(dotfiles.join("local.json"), &dangling).unwrap();
+        locked_update(&dangling, |_| Ok(Decision::Write(b"{}".to_vec(), ()))).unwrap();
+        assert!(
+            fs::symlink_metadata(&dangling)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(dotfiles.join("local.json")).unwrap(), b"{}");
+    }
+
+    #[test]
+    fn a_write_leaves_no_lock_or_temporary_file_beside_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("settings.local.json");
+        locked_update(&file, |_| Ok(Decision::Write(b"{}".to_vec(), ()))).unwrap();
+        let names: Vec<_> = fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["settings.local.json"]);
     }
 
     #[test]
