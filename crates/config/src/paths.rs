@@ -49,18 +49,43 @@ pub fn config_dir_from(
 
 /// The folder name of a project under `projects/`: every character outside `[A-Za-z0-9]`
 /// becomes `-`, exactly as the reference agent names them (so the mapping is lossy; the
-/// real cwd is stored inside the transcript entries).
+/// real cwd is stored inside the transcript entries). A character outside the Basic
+/// Multilingual Plane (an emoji) becomes two dashes: the reference agent replaces UTF-16
+/// code units, and the names must match for the two programs to share sessions.
+///
+/// A name longer than [`MAX_PROJECT_DIR_NAME`] characters (a deep path) would not fit in a
+/// file name (255 bytes): it is cut there and ended with `-` and the first 16 hex digits of
+/// the SHA-256 of the whole path, so distinct deep paths stay distinct.
 ///
 /// ```
 /// use strata_config::paths::project_dir_name;
 /// assert_eq!(project_dir_name("/home/me/my_proj.v2".as_ref()), "-home-me-my-proj-v2");
 /// ```
 pub fn project_dir_name(path: &Path) -> String {
-    path.to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect()
+    let path = path.to_string_lossy();
+    let mut name = String::with_capacity(path.len());
+    for c in path.chars() {
+        if c.is_ascii_alphanumeric() {
+            name.push(c);
+        } else {
+            name.extend(std::iter::repeat_n('-', c.len_utf16()));
+        }
+    }
+    if name.len() > MAX_PROJECT_DIR_NAME {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(path.as_bytes());
+        // The name is ASCII, so any byte index is a character boundary.
+        name.truncate(MAX_PROJECT_DIR_NAME);
+        name.push('-');
+        for byte in &digest[..8] {
+            name.push_str(&format!("{byte:02x}"));
+        }
+    }
+    name
 }
+
+/// The longest project folder name kept whole (see [`project_dir_name`]).
+pub const MAX_PROJECT_DIR_NAME: usize = 200;
 
 /// The project root for a working directory: the nearest ancestor (or itself) holding a
 /// `.git` entry (a directory, or a file for worktrees and submodules), else the resolved
@@ -151,6 +176,34 @@ mod tests {
             "-home-marco-projects-spotter"
         );
         assert_eq!(project_dir_name(Path::new("/tmp/a b/ü.x")), "-tmp-a-b---x");
+    }
+
+    /// Regression: an emoji gave one dash where the reference agent's name has two (it
+    /// replaces UTF-16 code units), so the two programs did not see each other's sessions.
+    #[test]
+    fn regression_characters_beyond_the_bmp_become_two_dashes() {
+        assert_eq!(project_dir_name(Path::new("/tmp/é 🙂x")), "-tmp-----x");
+    }
+
+    /// Regression: a project deeper than ~255 characters could not record a session
+    /// ("File name too long").
+    #[test]
+    fn regression_long_paths_are_cut_and_told_apart_by_a_hash() {
+        let deep = format!("/tmp/{}/{}", "a".repeat(120), "b".repeat(150));
+        let name = project_dir_name(Path::new(&deep));
+        assert_eq!(name.len(), MAX_PROJECT_DIR_NAME + 17);
+        assert!(name.starts_with("-tmp-aaa"), "{name}");
+        let other = project_dir_name(Path::new(&format!("{deep}c")));
+        assert_ne!(
+            name, other,
+            "paths differing past the cut get different names"
+        );
+        assert_eq!(name[..MAX_PROJECT_DIR_NAME], other[..MAX_PROJECT_DIR_NAME]);
+        let short = "/tmp/".to_owned() + &"x".repeat(MAX_PROJECT_DIR_NAME - 5);
+        assert_eq!(
+            project_dir_name(Path::new(&short)).len(),
+            MAX_PROJECT_DIR_NAME
+        );
     }
 
     #[test]
