@@ -106,13 +106,26 @@ pub fn list_all(config_dir: &Path) -> Result<Listing, ListError> {
     let mut listing = Listing::default();
     for dir in read_dir(&root)? {
         if dir.is_dir() {
-            let l = list_folder(&dir)?;
-            listing.sessions.extend(l.sessions);
-            listing.unreadable.extend(l.unreadable);
+            add_folder(&mut listing, list_folder(&dir));
         }
     }
     sort(&mut listing);
     Ok(listing)
+}
+
+/// Adds one project's listing to `listing`. A folder that cannot be read (its
+/// permissions) is reported like an unreadable transcript: it does not hide every other
+/// project.
+fn add_folder(listing: &mut Listing, folder: Result<Listing, ListError>) {
+    match folder {
+        Ok(l) => {
+            listing.sessions.extend(l.sessions);
+            listing.unreadable.extend(l.unreadable);
+        }
+        Err(ListError::Io { path, source }) => {
+            listing.unreadable.push((path, source.to_string()));
+        }
+    }
 }
 
 fn sort(listing: &mut Listing) {
@@ -280,4 +293,30 @@ fn refresh_entry(
         modified_ns: nanos(f.modified),
         state,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `sessions list --all-projects` failed as a whole, listing nothing,
+    /// when one project's folder could not be read.
+    #[test]
+    fn regression_an_unreadable_project_folder_is_reported_not_fatal() {
+        let mut listing = Listing::default();
+        listing
+            .unreadable
+            .push((PathBuf::from("/cfg/projects/-a/x.jsonl"), "torn".into()));
+        add_folder(
+            &mut listing,
+            Err(ListError::Io {
+                path: PathBuf::from("/cfg/projects/-locked"),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            }),
+        );
+        add_folder(&mut listing, Ok(Listing::default()));
+        assert_eq!(listing.unreadable.len(), 2);
+        assert_eq!(listing.unreadable[1].0, PathBuf::from("/cfg/projects/-locked"));
+        assert!(listing.unreadable[1].1.contains("ermission denied"));
+    }
 }
