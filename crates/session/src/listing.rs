@@ -218,14 +218,14 @@ fn list_folder(dir: &Path) -> Result<Listing, ListError> {
     let mut new_index = Index::default();
     for f in fresh {
         if let Some(e) = old.get(&f.name) {
-            listing.sessions.push(summary_of(dir, f, &e.state));
+            listing.sessions.push(summary_of(dir, f, e.shown()));
             new_index.insert(f.name.clone(), e.clone());
         }
     }
     for (f, r) in stale.iter().zip(refreshed) {
         match r {
             Ok(e) => {
-                listing.sessions.push(summary_of(dir, f, &e.state));
+                listing.sessions.push(summary_of(dir, f, e.shown()));
                 new_index.insert(f.name.clone(), e);
             }
             Err(why) => listing.unreadable.push((f.path.clone(), why)),
@@ -288,9 +288,11 @@ fn refresh_entry(
     buf.clear();
     file.read_to_end(buf)?;
     state.feed(buf);
+    let tail = &buf[memchr::memrchr(b'\n', buf).map_or(0, |k| k + 1)..];
     Ok(IndexEntry {
         size: f.size,
         modified_ns: nanos(f.modified),
+        with_tail: state.with_tail(tail),
         state,
     })
 }
@@ -316,7 +318,10 @@ mod tests {
         );
         add_folder(&mut listing, Ok(Listing::default()));
         assert_eq!(listing.unreadable.len(), 2);
-        assert_eq!(listing.unreadable[1].0, PathBuf::from("/cfg/projects/-locked"));
+        assert_eq!(
+            listing.unreadable[1].0,
+            PathBuf::from("/cfg/projects/-locked")
+        );
         assert!(listing.unreadable[1].1.contains("ermission denied"));
     }
 }

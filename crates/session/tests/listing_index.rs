@@ -116,7 +116,17 @@ fn sp2_titles_custom_over_ai_and_last_wins() {
 fn sp2_an_unchanged_transcript_is_served_from_the_index_without_reading_it() {
     let s = setup(&["spotter/short.jsonl"]);
     let first = list(&s);
-    assert!(s.dir.join(".strata-sessions-index.json").is_file());
+    let index = s.dir.join(".strata-sessions-index.json");
+    assert!(index.is_file());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&index).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode, 0o600,
+            "the index holds first prompts: private like transcripts"
+        );
+    }
     // Same size and modification time, different bytes: only the index can explain the
     // same answer.
     let p = s.dir.join("short.jsonl");

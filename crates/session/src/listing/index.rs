@@ -13,7 +13,7 @@ use super::summary::ScanState;
 /// The index file's name inside a project folder.
 pub(crate) const FILE_NAME: &str = ".strata-sessions-index.json";
 /// Bumped when the summary changes meaning; an index of another version is rebuilt.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// One transcript's entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +22,17 @@ pub(crate) struct IndexEntry {
     pub(crate) size: u64,
     pub(crate) modified_ns: u64,
     pub(crate) state: ScanState,
+    /// The summary shown when the file ends in a whole record without its newline
+    /// ([`ScanState::with_tail`]); `state` stops before that line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) with_tail: Option<ScanState>,
+}
+
+impl IndexEntry {
+    /// What the listing shows.
+    pub(crate) fn shown(&self) -> &ScanState {
+        self.with_tail.as_ref().unwrap_or(&self.state)
+    }
 }
 
 /// The index of one project folder, by transcript file name.
@@ -66,7 +77,12 @@ impl Index {
         })?;
         let tmp = dir.join(format!("{FILE_NAME}.tmp-{}", std::process::id()));
         let result = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
+            // Private like the transcripts it summarises (it holds their first prompts).
+            let mut opts = std::fs::OpenOptions::new();
+            opts.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+            let mut f = opts.open(&tmp)?;
             f.write_all(&body)?;
             std::fs::rename(&tmp, dir.join(FILE_NAME))
         })();

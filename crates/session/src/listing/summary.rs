@@ -80,6 +80,25 @@ impl ScanState {
         self.scanned += complete as u64;
     }
 
+    /// The summary with `tail` (the bytes after the last newline) counted too, when it
+    /// is a whole record: a transcript whose last record lost only its newline (the
+    /// reference agent's crash, a hand edit) still shows it. `None` when there is no such
+    /// tail. `self` is left as it is, so the next refresh still reads the tail again: a
+    /// line being written is not a record yet.
+    pub(crate) fn with_tail(&self, tail: &[u8]) -> Option<ScanState> {
+        let trimmed = tail.trim_ascii();
+        if trimmed.is_empty() || scan_line(trimmed, 0, trimmed.len(), 0).is_err() {
+            return None;
+        }
+        let mut line = Vec::with_capacity(trimmed.len() + 1);
+        line.extend_from_slice(trimmed);
+        line.push(b'\n');
+        let mut whole = self.clone();
+        whole.feed(&line);
+        whole.scanned = self.scanned;
+        Some(whole)
+    }
+
     fn title_line(&mut self, line: &[u8]) {
         match std::str::from_utf8(line).ok().map(Entry::parse) {
             Some(Ok(Entry::Metadata(MetadataEntry::CustomTitle(e)))) => {
@@ -250,5 +269,32 @@ mod tests {
         assert_eq!(whole, pieces);
         assert_eq!(whole.scanned as usize, text.len());
         assert_eq!(whole.message_count, 9);
+    }
+
+    /// Regression: a transcript whose last record had no newline (a whole record, not a
+    /// torn one) was listed without it, while `sessions show` counted it.
+    #[test]
+    fn regression_a_whole_last_record_without_newline_is_shown() {
+        let first = r#"{"parentUuid":null,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2026-03-01T00:00:00.000Z","sessionId":"s","cwd":"/p"}"#;
+        let last = r#"{"parentUuid":"u1","type":"user","message":{"role":"user","content":"more"},"uuid":"u2","timestamp":"2026-03-02T00:00:00.000Z","sessionId":"s","cwd":"/p"}"#;
+        let text = format!("{first}\n{last}");
+        let mut state = ScanState::default();
+        state.feed(text.as_bytes());
+        assert_eq!(state.message_count, 1, "the unterminated line waits");
+        assert_eq!(state.scanned as usize, first.len() + 1);
+        let tail = &text.as_bytes()[first.len() + 1..];
+        let shown = state.with_tail(tail).unwrap();
+        assert_eq!(shown.message_count, 2);
+        assert_eq!(
+            shown.updated_at.as_deref(),
+            Some("2026-03-02T00:00:00.000Z")
+        );
+        assert_eq!(
+            shown.scanned, state.scanned,
+            "the tail is read again next time"
+        );
+        // A line cut short is not a record.
+        assert_eq!(state.with_tail(&tail[..tail.len() - 10]), None);
+        assert_eq!(state.with_tail(b"  \n"), None);
     }
 }
