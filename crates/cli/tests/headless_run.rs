@@ -669,3 +669,28 @@ async fn regression_a_prompt_that_names_a_subcommand_is_still_the_prompt_after_p
         msgs(&[("user", &["sessions"])])
     );
 }
+
+/// Regression: a `config.json` the user broke made every successful run exit 1 ("could
+/// not close the session cleanly"), failing scripts and CI. The cost slot that could not
+/// be saved is a warning; the broken file is left exactly as it was.
+#[tokio::test]
+async fn regression_a_broken_config_json_is_a_warning_not_a_failed_run() {
+    let env = Env::new();
+    std::fs::create_dir_all(&env.cfg).unwrap();
+    let broken = "{\n \"projects\": {,}\n}\n";
+    std::fs::write(env.cfg.join("config.json"), broken).unwrap();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Hello there."));
+    let run = env.run(Some(&server), &["-p", "hi"]).await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Hello there.\n");
+    assert!(
+        run.stderr.contains("config.json") && run.stderr.contains("line 2"),
+        "the warning names the file and where it is broken: {}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.cfg.join("config.json")).unwrap(),
+        broken
+    );
+}

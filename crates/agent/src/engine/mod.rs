@@ -280,23 +280,27 @@ impl Engine {
     }
 
     /// Makes the transcript durable and saves the project's cost slot (SP-4).
-    pub async fn close(self) -> Result<(), String> {
+    ///
+    /// A transcript that could not be made durable is an error (records the user was
+    /// shown may be lost). A cost slot that could not be saved (a `config.json` the user
+    /// broke, which is never overwritten) is only a warning, returned for the caller to
+    /// show: the session itself is intact, and resume rebuilds its cost from the
+    /// transcript.
+    pub async fn close(self) -> Result<Vec<String>, String> {
         let inner = self.inner;
         tokio::task::spawn_blocking(move || {
-            let mut problems = Vec::new();
-            if let Err(e) = inner.recorder.turn_end() {
-                problems.push(format!("the transcript could not be synced: {e}"));
-            }
+            let synced = inner.recorder.turn_end();
+            let mut warnings = Vec::new();
             if inner.recorder.file_exists() {
                 let summary = inner.bootstrap.cost_summary();
                 if let Err(e) = cost::save_cost_slot(&inner.global, &inner.project_root, &summary) {
-                    problems.push(format!("the session cost could not be saved: {e}"));
+                    tracing::warn!("the session cost could not be saved: {e}");
+                    warnings.push(format!("the session cost could not be saved: {e}"));
                 }
             }
-            if problems.is_empty() {
-                Ok(())
-            } else {
-                Err(problems.join("; "))
+            match synced {
+                Ok(()) => Ok(warnings),
+                Err(e) => Err(format!("the transcript could not be synced: {e}")),
             }
         })
         .await

@@ -127,8 +127,9 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     if let Some(result) = &last {
         print_final(setup.output, result);
     }
-    if let Err(err) = &closed {
-        warn(format_args!("could not close the session cleanly: {err}"));
+    match &closed {
+        Ok(warnings) => warnings.iter().for_each(|w| warn(format_args!("{w}"))),
+        Err(err) => warn(format_args!("could not close the session cleanly: {err}")),
     }
     if interrupts.interrupted() {
         return Err(Failure::reported(INTERRUPTED).into());
