@@ -98,6 +98,17 @@ pub enum FileHistoryError {
         #[source]
         source: std::io::Error,
     },
+    /// A snapshot names a backup outside the session's backup folder (`../…`, an
+    /// absolute path): a damaged or crafted transcript. Nothing was changed.
+    #[error(
+        "cannot rewind {file}: the transcript names the backup {backup:?}, which is not a file name inside the session's backup folder; no file was changed"
+    )]
+    UnsafeBackupName {
+        /// The tracked file.
+        file: String,
+        /// The name the transcript gives.
+        backup: String,
+    },
     /// Restoring or deleting a file failed part way. Files listed before it in the
     /// report were restored.
     #[error("cannot restore {path}: {source}")]

@@ -92,6 +92,15 @@ pub(crate) fn targets<'a>(
     targets
 }
 
+/// Whether `name` is one plain file name (no separator, not `.` or `..`).
+fn is_plain_file_name(name: &str) -> bool {
+    let mut parts = Path::new(name).components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    ) && !name.contains(['/', '\\'])
+}
+
 /// A planned change with the bytes to write.
 struct Planned {
     change: FileChange,
@@ -114,6 +123,14 @@ pub(crate) fn run(
         let (wanted, mode) = match &backup {
             None => (None, None),
             Some(name) => {
+                // The name comes from the transcript: a crafted one must not read any
+                // file of the machine into the project (`../../.ssh/id_rsa`).
+                if !is_plain_file_name(name) {
+                    return Err(FileHistoryError::UnsafeBackupName {
+                        file: key.clone(),
+                        backup: name.clone(),
+                    });
+                }
                 let path = backups_dir.join(name);
                 let missing = |source| FileHistoryError::BackupMissing {
                     file: key.clone(),
@@ -286,5 +303,48 @@ mod tests {
         assert_eq!(t["c"].as_deref(), Some("c@v1"));
         let t = targets(&s[1..]);
         assert_eq!(t["a"].as_deref(), Some("a@v2"));
+    }
+
+    #[test]
+    fn backup_names_must_be_one_plain_file_name() {
+        assert!(is_plain_file_name("0123456789abcdef@v3"));
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            "/etc/passwd",
+            "a\\..\\b",
+            "./x",
+        ] {
+            assert!(!is_plain_file_name(bad), "{bad:?}");
+        }
+    }
+
+    /// Regression: a transcript naming a backup `../../…` made rewind copy any readable
+    /// file of the machine (a private key) into the project.
+    #[test]
+    fn regression_a_backup_name_leaving_the_backup_folder_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let backups = tmp.path().join("file-history/s");
+        std::fs::create_dir_all(&backups).unwrap();
+        let secret = tmp.path().join("secret");
+        std::fs::write(&secret, "key").unwrap();
+        let project = tmp.path().join("p");
+        std::fs::create_dir(&project).unwrap();
+        std::fs::write(project.join("victim.txt"), "mine").unwrap();
+        let t = targets(&[snap("u1", &[("victim.txt", Some("../../secret"))])]);
+        for dry_run in [true, false] {
+            let err = run(&backups, &project, "u1", t.clone(), dry_run).unwrap_err();
+            assert!(
+                matches!(err, FileHistoryError::UnsafeBackupName { .. }),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(project.join("victim.txt")).unwrap(),
+            "mine"
+        );
     }
 }
