@@ -310,3 +310,21 @@ fn bad_keys_are_usage_errors() {
         "env must stay an object of strings"
     );
 }
+
+/// Regression: a value starting with `-` was taken for a flag (`config set
+/// statusLine.padding -1` failed with a usage error).
+#[test]
+fn regression_values_may_start_with_a_hyphen() {
+    let e = Env::new();
+    e.ok(&["set", "statusLine.padding", "-1"]);
+    e.ok(&["set", "env.ARGS", "--fast"]);
+    e.ok(&["add", "permissions.allow", "-x"]);
+    assert_eq!(
+        e.json(&e.local()),
+        json!({
+            "statusLine": {"padding": -1},
+            "env": {"ARGS": "--fast"},
+            "permissions": {"allow": ["-x"]}
+        })
+    );
+}

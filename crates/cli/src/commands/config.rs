@@ -68,7 +68,8 @@ enum ConfigCommand {
     Set {
         /// Dotted key, e.g. `env.FOO`.
         key: String,
-        /// JSON value, or a plain string.
+        /// JSON value, or a plain string (may start with `-`: `-5`).
+        #[arg(allow_hyphen_values = true)]
         value: String,
     },
     /// Remove a key.
@@ -80,14 +81,16 @@ enum ConfigCommand {
     Add {
         /// Dotted key of an array, e.g. `permissions.allow`.
         key: String,
-        /// The element.
+        /// The element (may start with `-`).
+        #[arg(allow_hyphen_values = true)]
         value: String,
     },
     /// Remove every equal value from an array key.
     Remove {
         /// Dotted key of an array.
         key: String,
-        /// The element.
+        /// The element (may start with `-`).
+        #[arg(allow_hyphen_values = true)]
         value: String,
     },
     /// List every effective value with the source it came from.
