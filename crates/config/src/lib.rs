@@ -34,5 +34,5 @@ pub use document::JsonObject;
 pub use error::{ConfigError, ParseError};
 pub use global_config::GlobalConfigFile;
 pub use settings_files::{MergedEntry, MergedSettings, SettingsFiles, SourceFile, Updated};
-pub use sources::{FlagSettings, SettingsLocations, SettingsSource};
+pub use sources::{FlagSettings, INLINE_FLAG_LABEL, SettingsLocations, SettingsSource};
 pub use watch::{SettingsChange, SettingsWatcher};

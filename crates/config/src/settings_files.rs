@@ -132,7 +132,8 @@ impl SettingsFiles {
                     Ok(Some(bytes)) => (path.display().to_string(), bytes),
                     // A `--settings` file was asked for explicitly: its absence is an error.
                     Ok(None) if source == SettingsSource::Flag => {
-                        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+                        let missing =
+                            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
                         errors.push(ConfigError::io("read --settings file", &path, missing));
                         continue;
                     }

@@ -349,6 +349,10 @@ fn errors_failure(errors: Vec<ConfigError>) -> Failure {
 
 fn file_failure(e: ConfigError) -> Failure {
     match e {
+        // Inline `--settings` JSON is no file: there is nothing to leave unchanged.
+        ConfigError::Parse(p) if p.file == strata_config::INLINE_FLAG_LABEL => {
+            Failure::failed(format!("strata: {p}"))
+        }
         ConfigError::Parse(p) => Failure::failed(format!(
             "strata: {p} (the file was left unchanged; fix it by hand)"
         )),
