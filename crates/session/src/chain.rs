@@ -4,7 +4,9 @@
 //! 1. Participants are `user`, `assistant`, `system`, `attachment` and `progress` lines
 //!    with a `uuid`; the rest is metadata.
 //! 2. The leaf is the non-sidechain participant no other non-sidechain line names as
-//!    `parentUuid`, with the latest `timestamp` (the later line wins a tie).
+//!    `parentUuid`, with the latest `timestamp` (the later line wins a tie). A sub-agent's
+//!    own transcript (`subagents/agent-<id>.jsonl`, every line `isSidechain: true`) is
+//!    rebuilt the same way from its sidechain lines.
 //! 3. The chain is walked through `parentUuid` from the leaf back to `null` (a compact
 //!    boundary has a `null` parent, so only what follows the last one is live); a cycle
 //!    stops the walk.
@@ -155,6 +157,9 @@ struct Index<'a> {
     uuid_collisions: HashedMap<Vec<u32>>,
     /// `message.id` → its assistant lines, in file order.
     by_msg: HashedMap<Vec<u32>>,
+    /// The side being rebuilt: the main conversation (`false`), or the sidechain of a
+    /// file that holds nothing else (a sub-agent's transcript).
+    sidechain: bool,
 }
 
 impl<'a> Index<'a> {
@@ -185,13 +190,22 @@ impl<'a> Index<'a> {
                 by_msg.entry(l.msg_h).or_default().push(i);
             }
         }
+        let sidechain = !lines
+            .iter()
+            .any(|l| l.kind.is_participant() && !l.has(flag::SIDECHAIN));
         Self {
             t,
             lines,
             by_uuid,
             uuid_collisions,
             by_msg,
+            sidechain,
         }
+    }
+
+    /// Whether line `l` is on the other side than the one being rebuilt.
+    fn off_side(&self, l: &LineInfo) -> bool {
+        l.has(flag::SIDECHAIN) != self.sidechain
     }
 
     /// The last participant line whose uuid is `bytes` (of hash `h`).
@@ -267,7 +281,7 @@ fn find_leaf(ix: &Index<'_>) -> Option<u32> {
     // the conversation that is resumed.
     let mut has_child = vec![false; ix.lines.len()];
     for l in ix.lines {
-        if l.has(flag::SIDECHAIN) {
+        if ix.off_side(l) {
             continue;
         }
         if l.parent_h != 0
@@ -280,7 +294,7 @@ fn find_leaf(ix: &Index<'_>) -> Option<u32> {
     for (i, l) in ix.lines.iter().enumerate() {
         let i = to_u32(i);
         if !l.kind.is_participant()
-            || l.has(flag::SIDECHAIN)
+            || ix.off_side(l)
             || has_child[i as usize]
             || !ix.is_canonical(i)
         {
@@ -393,7 +407,7 @@ fn reattach(ix: &Index<'_>, walked: Vec<u32>) -> Vec<u32> {
     let mut answers: HashedMap<Vec<u32>> = HashedMap::default();
     if !wanted.is_empty() {
         for (i, l) in ix.lines.iter().enumerate() {
-            if l.kind != LineKind::User || on_chain[i] || l.has(flag::SIDECHAIN) {
+            if l.kind != LineKind::User || on_chain[i] || ix.off_side(l) {
                 continue;
             }
             for id in l.tool_ids.iter() {
@@ -414,9 +428,7 @@ fn reattach(ix: &Index<'_>, walked: Vec<u32>) -> Vec<u32> {
         }
         let parts = parts_of(l.msg_h);
         for &a in parts {
-            if !on_chain[a as usize]
-                && !inserted[a as usize]
-                && !ix.lines[a as usize].has(flag::SIDECHAIN)
+            if !on_chain[a as usize] && !inserted[a as usize] && !ix.off_side(&ix.lines[a as usize])
             {
                 inserted[a as usize] = true;
                 out.push(a);

@@ -388,3 +388,32 @@ fn sp4_session_usage_matches_what_resume_reports() {
         assert!(u.total_cost_usd > 0.0);
     }
 }
+
+/// A sub-agent's own transcript (every line `isSidechain: true`) rebuilds its own
+/// conversation, with as many live messages as the parent's listing counts for it
+/// (`sessions show subagents/agent-….jsonl` used to show an empty session).
+#[test]
+fn sp3_a_subagent_transcript_rebuilds_its_own_conversation() {
+    let parent =
+        LoadedSession::load(&corpus().join("spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"))
+            .unwrap();
+    let agent =
+        corpus().join("spotter/4d5611e5-241a-462a-8d15-5122611a9569/subagents/agent-a2898e3.jsonl");
+    let mut s = LoadedSession::load(&agent).unwrap();
+    assert!(s.leaf_uuid().is_some(), "a leaf among the sidechain lines");
+    let counted = parent
+        .subagents
+        .iter()
+        .find(|a| a.agent_id == "a2898e3")
+        .unwrap()
+        .message_count;
+    assert!(s.message_count() > 0);
+    assert!(
+        s.message_count() <= counted,
+        "{} > {counted}",
+        s.message_count()
+    );
+    let conv = s.model_messages();
+    assert!(!conv.messages.is_empty());
+    assert_eq!(conv.messages[0].role, strata_protocol::message::Role::User);
+}

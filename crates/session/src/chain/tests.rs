@@ -258,7 +258,8 @@ mod properties {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
         /// Over arbitrary parent graphs (cycles, self-parents, missing parents, split
-        /// responses, sidechains): every entry appears once, the leaf is in the chain, and
+        /// responses, sidechains): every entry appears once, the leaf is in the chain and
+        /// on the main side (the sidechain only in a sub-agent's own file), and
         /// every bridged gap names a parent that really is absent.
         #[test]
         fn chain_invariants_hold_on_arbitrary_graphs(spec in graph()) {
@@ -271,7 +272,11 @@ mod properties {
             }
             if let Some(leaf) = c.leaf {
                 prop_assert!(c.entries.contains(&leaf));
-                prop_assert!(!t.lines[leaf as usize].has(flag::SIDECHAIN));
+                // The main conversation when there is one; a file of sidechain lines
+                // only (a sub-agent's transcript) is rebuilt from them.
+                let has_main = t.lines.iter().any(|l| l.kind.is_participant() && !l.has(flag::SIDECHAIN));
+                prop_assert_eq!(t.lines[leaf as usize].has(flag::SIDECHAIN), !has_main);
+
             } else {
                 prop_assert!(c.entries.is_empty());
             }
