@@ -258,6 +258,50 @@ fn accept_edits_allows_file_edits_inside_the_project_and_additional_dirs_only() 
                 json!({"file_path": "/etc/hosts"}),
                 Want::Ask,
             ),
+            // Regression: accept-edits let the model write `.strata/settings.json` (and
+            // so allow itself Bash) or a git hook without asking.
+            row(
+                "strata's own settings ask",
+                AcceptEdits,
+                &Write,
+                json!({"file_path": e.root.join(".strata/settings.json"), "content": "{}"}),
+                Want::Ask,
+            ),
+            row(
+                "git hooks ask",
+                AcceptEdits,
+                &Write,
+                json!({"file_path": e.root.join(".git/hooks/pre-commit"), "content": ""}),
+                Want::Ask,
+            ),
+            row(
+                "git config asks",
+                AcceptEdits,
+                &Edit,
+                edit(&e.root.join(".git/config")),
+                Want::Ask,
+            ),
+            row(
+                "editor tasks ask",
+                AcceptEdits,
+                &Edit,
+                edit(&e.root.join(".vscode/tasks.json")),
+                Want::Ask,
+            ),
+            row(
+                "shell rc files ask",
+                AcceptEdits,
+                &Edit,
+                edit(&e.root.join("sub/.bashrc")),
+                Want::Ask,
+            ),
+            row(
+                "a file merely named like a folder is fine",
+                AcceptEdits,
+                &Edit,
+                edit(&e.root.join("docs/.git-notes.md")),
+                Want::Allow,
+            ),
         ],
     );
 }

@@ -49,9 +49,26 @@ fn compound_bash_is_allowed_only_if_every_part_is() {
                 Want::Ask,
             ),
             r("backticks", "echo `whoami`", Want::Ask),
+            // Regression: `Bash(echo:*)` allowed `echo x >> ~/.bashrc`, a write to any
+            // file. A wildcard rule allows the command, not a write through `>`.
             r(
-                "redirect into file is still the allowed command",
+                "redirect into a file needs approval",
                 "echo hi > out.txt",
+                Want::Ask,
+            ),
+            r(
+                "append into a file needs approval",
+                "echo hi >> ~/.bashrc",
+                Want::Ask,
+            ),
+            r(
+                "redirect to /dev/null is no write",
+                "echo hi > /dev/null",
+                Want::Allow,
+            ),
+            r(
+                "descriptor redirect is no write",
+                "npm test 2>&1",
                 Want::Allow,
             ),
             r("cd into the project", "cd sub && npm test", Want::Allow),

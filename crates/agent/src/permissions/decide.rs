@@ -132,6 +132,18 @@ impl PermissionContext {
             return Ok(PermissionDecision::Allow);
         }
         if self.mode == PermissionMode::AcceptEdits && call.class == Class::EditsPath && inside {
+            let roots: Vec<&Path> = std::iter::once(self.project_root.as_path())
+                .chain(self.additional_directories.iter().map(PathBuf::as_path))
+                .collect();
+            if let Subject::Path(p) = &call.subject
+                && super::matching::is_protected(p, &roots)
+            {
+                return Err(format!(
+                    "{} requires approval: it edits {}, which changes what strata, git or                      the shell do (accept-edits mode does not cover it)",
+                    call.describe,
+                    p.lexical.display()
+                ));
+            }
             return Ok(PermissionDecision::Allow);
         }
         let where_ = match &call.subject {
@@ -194,12 +206,16 @@ impl PermissionContext {
                     .iter()
                     .filter_map(|r| r.pattern.as_deref())
                     .any(|p| !p.contains('*') && super::matching::command_matches(p, &line.whole));
+                // A wildcard rule allows a command, not a write through a redirection:
+                // `Bash(echo:*)` must not allow `echo x >> ~/.bashrc`. Only a rule that
+                // names the whole part exactly allows a part that writes a file.
                 exact_whole
                     || (!line.parts.is_empty()
                         && line.parts.iter().all(|part| {
                             rules
                                 .iter()
                                 .filter_map(|r| r.pattern.as_deref())
+                                .filter(|p| !part.writes_file || !p.contains('*'))
                                 .any(|p| super::matching::command_matches(p, &part.text))
                                 || self.is_cd_into_working_dir(part, call.cwd)
                         }))

@@ -142,6 +142,49 @@ pub(crate) fn is_inside(path: &ResolvedPath, dir: &Path) -> bool {
     path.lexical.starts_with(&dir_lexical) && path.real.starts_with(&dir_real)
 }
 
+/// Folders whose files configure tools that run code or grant permissions: an edit there
+/// can give the model more than an edit (a `.strata/settings.json` allowing Bash, a git
+/// hook, an editor task that runs on open).
+const PROTECTED_DIRS: [&str; 5] = [".git", ".strata", ".claude", ".vscode", ".idea"];
+/// Files that run commands or configure git for every later shell or repository.
+const PROTECTED_FILES: [&str; 10] = [
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".gitconfig",
+    ".gitmodules",
+];
+
+/// Whether an edit of `path` needs approval even in accept-edits mode (an explicit allow
+/// rule still allows it): one of [`PROTECTED_FILES`], or inside one of
+/// [`PROTECTED_DIRS`] below the working directory `root` that holds it (a project that
+/// itself lives under a `.vscode` folder is not protected as a whole). Both the path as
+/// written and where its links lead are checked.
+pub(crate) fn is_protected(path: &ResolvedPath, roots: &[&Path]) -> bool {
+    [&path.lexical, &path.real].into_iter().any(|p| {
+        let file = p
+            .file_name()
+            .is_some_and(|n| PROTECTED_FILES.iter().any(|f| n == *f));
+        let in_dir = roots.iter().any(|root| {
+            let root = files_normalize(root);
+            [resolve_existing(&root), root].iter().any(|r| {
+                p.strip_prefix(r).is_ok_and(|rest| {
+                    rest.components().any(|c| {
+                        matches!(c, std::path::Component::Normal(n)
+                            if PROTECTED_DIRS.iter().any(|d| n == *d))
+                    })
+                })
+            })
+        });
+        file || in_dir
+    })
+}
+
 /// Compiles a path rule pattern into globs over absolute paths.
 pub(crate) fn compile_path_pattern(
     pattern: &str,
