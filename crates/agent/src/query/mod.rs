@@ -13,6 +13,7 @@
 //! cleanly (COMPAT: a resumed interrupted session continues from there).
 
 mod calls;
+mod conversation;
 
 use crate::sync::lock;
 use std::collections::HashMap;
@@ -236,7 +237,7 @@ async fn stream_response(
     let request = ModelRequest {
         model: inner.model(),
         system: system_prompt(inner),
-        messages: state.messages.iter().cloned().collect(),
+        messages: conversation::request_messages(&state.messages),
         tools: inner.tools.definitions(),
         max_tokens: MAX_OUTPUT_TOKENS,
         thinking_budget: state.thinking_enabled.then_some(THINKING_BUDGET_TOKENS),

@@ -12,7 +12,7 @@
 use std::io::BufRead as _;
 
 use serde_json::Value;
-use strata_protocol::message::{Message, Role};
+use strata_protocol::message::{Message, MessageContent, Role};
 use strata_protocol::sdk::{ControlRequest, ControlRequestBody, ControlResponse, SdkMessage};
 use tokio::sync::mpsc;
 
@@ -95,6 +95,17 @@ pub(crate) fn parse_line(bytes: &[u8]) -> Result<Option<Input>, String> {
             };
             if user.message.role != Role::User {
                 return Err("a user line's message must have role \"user\"".into());
+            }
+            // The API refuses an empty message, and once in the conversation it would
+            // fail every later request of the session too.
+            let empty = match &user.message.content {
+                MessageContent::Text(t) => t.trim().is_empty(),
+                MessageContent::Blocks(b) => b
+                    .iter()
+                    .all(|b| b.as_text().is_some_and(|t| t.trim().is_empty())),
+            };
+            if empty {
+                return Err("a user message needs some content (it was empty)".into());
             }
             Ok(Some(Input::Prompt(user.message)))
         }
@@ -181,6 +192,18 @@ mod tests {
             panic!()
         };
         assert_eq!(m.content.first_text(), Some("hi"));
+    }
+
+    /// Regression: an empty user message went to the model (which refuses it) and stayed
+    /// in the conversation, failing every later prompt of the session.
+    #[test]
+    fn regression_empty_user_messages_are_refused() {
+        for content in [r#""""#, r#""   ""#, "[]", r#"[{"type":"text","text":" "}]"#] {
+            let line =
+                format!(r#"{{"type":"user","message":{{"role":"user","content":{content}}}}}"#);
+            let err = parse(&line).unwrap_err();
+            assert!(err.contains("empty"), "{content}: {err}");
+        }
     }
 
     #[test]
