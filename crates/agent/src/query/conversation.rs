@@ -87,7 +87,7 @@ mod tests {
     fn texts(ms: &[Arc<Message>]) -> Vec<(Role, Vec<String>)> {
         ms.iter()
             .map(|m| {
-                let blocks = (**m).content.clone().into_blocks();
+                let blocks = m.content.clone().into_blocks();
                 let t = blocks
                     .iter()
                     .map(|b| b.as_text().unwrap_or("<block>").to_owned())
