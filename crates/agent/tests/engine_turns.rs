@@ -443,3 +443,52 @@ async fn regression_the_transcript_records_each_responses_output_tokens() {
         result.total_cost_usd
     );
 }
+
+/// Regression: a tool call whose streamed input was cut off (a large Write stopped by
+/// the output token limit) ended the whole run with a protocol error. The call now gets
+/// an error result the model can read, nothing runs, and the turn goes on.
+#[tokio::test]
+async fn regression_a_tool_call_with_cut_off_input_is_answered_with_an_error() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    let target = env.project.join("big.txt");
+    let reply = Reply::new()
+        .tool_use(
+            "toolu_cut",
+            "Write",
+            json!({"file_path": target, "content": "a long file"}),
+        )
+        .build();
+    let mut frames = strata_testkit::render::anthropic_frames(&reply);
+    // The input's last fragment never comes: the JSON stops mid-way.
+    let last_fragment = frames
+        .iter()
+        .rposition(|f| f.data.contains("input_json_delta"))
+        .unwrap();
+    frames.remove(last_fragment);
+    server.push(MockResponse::raw_sse(strata_testkit::render::to_sse(
+        &frames,
+    )));
+    server.push(Reply::new().text("I will write it in parts."));
+    let mut opts = options(&env, &server, Arc::new(Collect::default()));
+    opts.permission.allowed_tools = vec!["Write".into()];
+    let engine = Engine::open(opts).await.unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("write it"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    assert_eq!(result.result.as_deref(), Some("I will write it in parts."));
+    assert!(!target.exists(), "nothing ran");
+    let second = server.requests()[1].json();
+    let tool_result = &second["messages"][2]["content"][0];
+    assert_eq!(tool_result["tool_use_id"], "toolu_cut");
+    assert_eq!(tool_result["is_error"], true);
+    let text = tool_result["content"].to_string();
+    assert!(
+        text.contains("invalid JSON") && text.contains("cut off"),
+        "{text}"
+    );
+    // The call itself is sent back with a valid (empty) input.
+    assert_eq!(second["messages"][1]["content"][0]["input"], json!({}));
+    engine.close().await.unwrap();
+}

@@ -11,10 +11,12 @@
 //! - Blocks are kept by their `index` and the final content is in index order, so
 //!   interleaved deltas of several open blocks (OpenAI's parallel tool calls) are fine.
 //! - A tool use's input is the concatenation of its `input_json_delta` fragments, parsed
-//!   when the block stops; fragments that are not valid JSON are an
-//!   [`AccumulatorError::InvalidToolInput`] naming the tool and where the JSON broke. No
-//!   fragments at all keep the input the block started with (`{}` for a tool without
-//!   parameters).
+//!   when the block stops. Fragments that are not valid JSON (most often a large input
+//!   cut off by the output token limit) do not fail the response: the block keeps the
+//!   input `{}` and [`MessageAccumulator::invalid_input`] holds the
+//!   [`AccumulatorError::InvalidToolInput`] naming the tool and where the JSON broke, for
+//!   the query loop to answer the call with an error the model can read. No fragments at
+//!   all keep the input the block started with (`{}` for a tool without parameters).
 //! - Usage: `message_start` gives input and cache tokens; `message_delta` gives final
 //!   output tokens and may repeat input and cache counts. Output tokens are always taken
 //!   from the delta; any other count from the delta replaces the start's only when the
@@ -86,6 +88,8 @@ pub struct MessageAccumulator {
     message: AssistantMessage,
     open: BTreeMap<usize, OpenBlock>,
     done: BTreeMap<usize, ContentBlock>,
+    /// Tool uses whose input was not valid JSON, by tool use id.
+    invalid_inputs: BTreeMap<String, AccumulatorError>,
 }
 
 impl MessageAccumulator {
@@ -157,7 +161,16 @@ impl MessageAccumulator {
                         "content_block_stop for block {index}, which is not open"
                     ))
                 })?;
-                let block = close_block(open)?;
+                let block = match close_block(open) {
+                    Ok(block) => block,
+                    Err((Some(block), err)) => {
+                        if let ContentBlock::ToolUse(t) = &block {
+                            self.invalid_inputs.insert(t.id.clone(), err);
+                        }
+                        block
+                    }
+                    Err((None, err)) => return Err(err),
+                };
                 self.done.insert(*index, block.clone());
                 Ok(Some(CompletedBlock {
                     index: *index,
@@ -183,6 +196,12 @@ impl MessageAccumulator {
                 Ok(None)
             }
         }
+    }
+
+    /// Why the input of tool use `id` could not be read, when it could not (the block
+    /// itself carries the input `{}`).
+    pub fn invalid_input(&self, id: &str) -> Option<&AccumulatorError> {
+        self.invalid_inputs.get(id)
     }
 
     /// Whether `message_stop` was seen.
@@ -311,7 +330,9 @@ fn apply_delta(
     Ok(())
 }
 
-fn close_block(open: OpenBlock) -> Result<ContentBlock, AccumulatorError> {
+/// The finished block. A tool use whose input is not valid JSON comes back with the
+/// error and the block with the input `{}`; other failures have no block.
+fn close_block(open: OpenBlock) -> Result<ContentBlock, (Option<ContentBlock>, AccumulatorError)> {
     let OpenBlock {
         mut block,
         input_json,
@@ -326,14 +347,16 @@ fn close_block(open: OpenBlock) -> Result<ContentBlock, AccumulatorError> {
         ContentBlock::ToolUse(t) => match parsed {
             Ok(v) => t.input = v,
             Err(e) => {
-                return Err(AccumulatorError::InvalidToolInput {
+                let err = AccumulatorError::InvalidToolInput {
                     name: t.name.clone(),
                     id: t.id.clone(),
                     line: e.line(),
                     column: e.column(),
                     reason: e.to_string(),
                     input: input_json.chars().take(200).collect(),
-                });
+                };
+                t.input = Value::Object(Map::new());
+                return Err((Some(block), err));
             }
         },
         ContentBlock::Unknown(m) => match parsed {
@@ -341,22 +364,25 @@ fn close_block(open: OpenBlock) -> Result<ContentBlock, AccumulatorError> {
                 m.insert("input".into(), v);
             }
             Err(e) => {
-                return Err(AccumulatorError::InvalidToolInput {
-                    name: m
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                        .to_owned(),
-                    id: m
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                        .to_owned(),
-                    line: e.line(),
-                    column: e.column(),
-                    reason: e.to_string(),
-                    input: input_json.chars().take(200).collect(),
-                });
+                return Err((
+                    None,
+                    AccumulatorError::InvalidToolInput {
+                        name: m
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_owned(),
+                        id: m
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_owned(),
+                        line: e.line(),
+                        column: e.column(),
+                        reason: e.to_string(),
+                        input: input_json.chars().take(200).collect(),
+                    },
+                ));
             }
         },
         _ => {}

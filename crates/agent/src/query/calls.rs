@@ -5,6 +5,7 @@
 //! A call that cannot run (unknown tool, invalid input, denied) gets an error result the
 //! model can read; nothing here fails the turn.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use futures::future::join_all;
@@ -35,6 +36,7 @@ struct Cleared {
 pub(super) async fn run_calls(
     inner: &Inner,
     uses: &[ToolUseBlock],
+    invalid_inputs: &HashMap<String, String>,
     cancel: &CancellationToken,
     run: &mut Run,
 ) -> Vec<CallResult> {
@@ -43,6 +45,11 @@ pub(super) async fn run_calls(
     for (index, tool_use) in uses.iter().enumerate() {
         if cancel.is_cancelled() {
             break;
+        }
+        // Input that was not valid JSON never reaches the tool (or a permission prompt).
+        if let Some(why) = invalid_inputs.get(&tool_use.id) {
+            outputs[index] = Some(ToolOutput::error(why.clone()));
+            continue;
         }
         match clear(inner, tool_use, cancel, run).await {
             Ok(call) => cleared.push(Cleared { index, ..call }),

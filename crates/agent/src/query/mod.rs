@@ -173,7 +173,7 @@ async fn turn(
             return Ok(Outcome::Success);
         }
 
-        let results = calls::run_calls(inner, &uses, cancel, run).await;
+        let results = calls::run_calls(inner, &uses, &response.invalid_inputs, cancel, run).await;
         let mut result_blocks = Vec::with_capacity(results.len());
         for result in results {
             let block = ContentBlock::tool_result(
@@ -218,6 +218,8 @@ async fn turn(
 struct Response {
     blocks: Vec<ContentBlock>,
     line_uuids: HashMap<String, String>,
+    /// Tool calls whose input was not valid JSON: the error result each gets.
+    invalid_inputs: HashMap<String, String>,
 }
 
 enum Streamed {
@@ -301,10 +303,20 @@ async fn stream_response(
         run.totals.add(&model, &usage, cost);
     }
     match outcome {
-        Ok(()) if acc.is_complete() => Ok(Streamed::Complete(Response {
-            blocks: done,
-            line_uuids,
-        })),
+        Ok(()) if acc.is_complete() => {
+            let invalid_inputs = tool_uses(&done)
+                .iter()
+                .filter_map(|u| {
+                    let err = acc.invalid_input(&u.id)?;
+                    Some((u.id.clone(), invalid_input_text(err)))
+                })
+                .collect();
+            Ok(Streamed::Complete(Response {
+                blocks: done,
+                line_uuids,
+                invalid_inputs,
+            }))
+        }
         Ok(()) => Err(format!(
             "the {} stream ended before the response was complete",
             inner.provider.name()
@@ -362,6 +374,14 @@ impl BlockLines {
         self.done.push(block);
         Ok(())
     }
+}
+
+/// What the model reads when its call's input was not valid JSON.
+fn invalid_input_text(err: &crate::provider::AccumulatorError) -> String {
+    format!(
+        "{err}. Nothing was run. The input was probably cut off by the output token limit: \
+         call the tool again with complete input (split a large file into smaller writes)."
+    )
 }
 
 /// The tool uses among `blocks`.

@@ -123,7 +123,7 @@ fn assembles_thinking_text_and_tool_use_and_reports_each_block_as_it_completes()
 }
 
 #[test]
-fn invalid_tool_input_json_is_a_clear_error_naming_the_tool_and_position() {
+fn invalid_tool_input_json_is_kept_as_a_clear_error_naming_the_tool_and_position() {
     let mut acc = MessageAccumulator::new();
     acc.push(&start("m", Usage::default())).unwrap();
     acc.push(&block_start(0, empty_tool("toolu_9", "Edit")))
@@ -133,7 +133,15 @@ fn invalid_tool_input_json_is_a_clear_error_naming_the_tool_and_position() {
         BlockDelta::InputJson("{\"file_path\": \"/a\",\n \"old\": }".into()),
     ))
     .unwrap();
-    let err = acc.push(&stop(0)).unwrap_err();
+    // The response goes on: the block closes with the input `{}`, and the error is kept
+    // for the call's result.
+    let done = acc.push(&stop(0)).unwrap().unwrap();
+    let ContentBlock::ToolUse(t) = &done.block else {
+        panic!("a tool use: {done:?}");
+    };
+    assert_eq!(t.input, serde_json::json!({}));
+    let err = acc.invalid_input("toolu_9").unwrap().clone();
+    assert_eq!(acc.invalid_input("other"), None);
     let AccumulatorError::InvalidToolInput {
         name,
         id,
