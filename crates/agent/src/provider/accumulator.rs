@@ -161,16 +161,10 @@ impl MessageAccumulator {
                         "content_block_stop for block {index}, which is not open"
                     ))
                 })?;
-                let block = match close_block(open) {
-                    Ok(block) => block,
-                    Err((Some(block), err)) => {
-                        if let ContentBlock::ToolUse(t) = &block {
-                            self.invalid_inputs.insert(t.id.clone(), err);
-                        }
-                        block
-                    }
-                    Err((None, err)) => return Err(err),
-                };
+                let (block, invalid) = close_block(open)?;
+                if let (Some(err), ContentBlock::ToolUse(t)) = (invalid, &block) {
+                    self.invalid_inputs.insert(t.id.clone(), err);
+                }
                 self.done.insert(*index, block.clone());
                 Ok(Some(CompletedBlock {
                     index: *index,
@@ -330,9 +324,11 @@ fn apply_delta(
     Ok(())
 }
 
-/// The finished block. A tool use whose input is not valid JSON comes back with the
-/// error and the block with the input `{}`; other failures have no block.
-fn close_block(open: OpenBlock) -> Result<ContentBlock, (Option<ContentBlock>, AccumulatorError)> {
+/// The finished block, and for a tool use whose input is not valid JSON the error (the
+/// block then has the input `{}`).
+fn close_block(
+    open: OpenBlock,
+) -> Result<(ContentBlock, Option<AccumulatorError>), AccumulatorError> {
     let OpenBlock {
         mut block,
         input_json,
@@ -340,7 +336,7 @@ fn close_block(open: OpenBlock) -> Result<ContentBlock, (Option<ContentBlock>, A
     } = open;
     // An empty input stream means "no arguments": keep the start's input (`{}`).
     if !saw_input_json || input_json.trim().is_empty() {
-        return Ok(block);
+        return Ok((block, None));
     }
     let parsed = serde_json::from_str::<Value>(&input_json);
     match &mut block {
@@ -356,7 +352,7 @@ fn close_block(open: OpenBlock) -> Result<ContentBlock, (Option<ContentBlock>, A
                     input: input_json.chars().take(200).collect(),
                 };
                 t.input = Value::Object(Map::new());
-                return Err((Some(block), err));
+                return Ok((block, Some(err)));
             }
         },
         ContentBlock::Unknown(m) => match parsed {
@@ -364,30 +360,27 @@ fn close_block(open: OpenBlock) -> Result<ContentBlock, (Option<ContentBlock>, A
                 m.insert("input".into(), v);
             }
             Err(e) => {
-                return Err((
-                    None,
-                    AccumulatorError::InvalidToolInput {
-                        name: m
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("?")
-                            .to_owned(),
-                        id: m
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or("?")
-                            .to_owned(),
-                        line: e.line(),
-                        column: e.column(),
-                        reason: e.to_string(),
-                        input: input_json.chars().take(200).collect(),
-                    },
-                ));
+                return Err(AccumulatorError::InvalidToolInput {
+                    name: m
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned(),
+                    id: m
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned(),
+                    line: e.line(),
+                    column: e.column(),
+                    reason: e.to_string(),
+                    input: input_json.chars().take(200).collect(),
+                });
             }
         },
         _ => {}
     }
-    Ok(block)
+    Ok((block, None))
 }
 
 /// Merges a `message_delta`'s usage into the start's (see the module docs).
