@@ -13,6 +13,7 @@
 //! fields of tool uses (transcript bookkeeping) are never sent.
 
 mod decode;
+mod models;
 
 use std::sync::Arc;
 
@@ -202,7 +203,8 @@ struct Body<'a> {
 /// The JSON body of a streamed Messages API request.
 ///
 /// `max_tokens` counts thinking tokens too (the API's rule): when it does not exceed the
-/// thinking budget, the budget is added to it so the answer has room.
+/// thinking budget, the budget is added to it so the answer has room. The model alias,
+/// `max_tokens` and thinking are fitted to what the model accepts (`models`).
 pub(crate) fn request_body(
     mut request: ModelRequest,
     caching: bool,
@@ -238,15 +240,20 @@ pub(crate) fn request_body(
     if caching && let Some(last) = tools.last_mut() {
         last["cache_control"] = ephemeral();
     }
-    let mut max_tokens = request.max_tokens;
-    let thinking = request.thinking_budget.map(|budget| {
+    // Fitted to the model: an alias becomes its model, and a model that cannot think or
+    // has a lower output limit gets a request it accepts (see `models`).
+    let model = models::resolve_alias(&request.model);
+    let limits = models::limits(&model);
+    let mut max_tokens = request.max_tokens.min(limits.max_output_tokens);
+    let budget = request.thinking_budget.filter(|_| limits.thinking);
+    let thinking = budget.map(|budget| {
         if max_tokens <= budget {
             max_tokens = budget.saturating_add(max_tokens);
         }
         json!({"type": "enabled", "budget_tokens": budget})
     });
     let body = Body {
-        model: &request.model,
+        model: &model,
         max_tokens,
         system,
         messages: &request.messages,

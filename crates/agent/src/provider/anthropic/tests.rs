@@ -116,6 +116,27 @@ fn thinking_budget_is_sent_and_max_tokens_leaves_room_for_the_answer() {
     assert_eq!(body(r, true)["max_tokens"], 1000);
 }
 
+/// Regression: every request asked for thinking and 32,000 output tokens, which Claude 3
+/// models refuse with a 400; `--model opus` was sent as the literal name `opus`.
+#[test]
+fn the_request_is_fitted_to_the_model_and_aliases_are_resolved() {
+    let mut r = request(vec![Message::user_text("hi")]);
+    r.model = "claude-3-5-haiku-20241022".into();
+    r.max_tokens = 32_000;
+    r.thinking_budget = Some(8_000);
+    let b = body(r, true);
+    assert_eq!(b["max_tokens"], 8_192);
+    assert!(b.get("thinking").is_none(), "{b}");
+    let mut r = request(vec![Message::user_text("hi")]);
+    r.model = "haiku".into();
+    r.max_tokens = 32_000;
+    r.thinking_budget = Some(8_000);
+    let b = body(r, true);
+    assert_eq!(b["model"], "claude-haiku-4-5");
+    assert_eq!(b["max_tokens"], 32_000);
+    assert_eq!(b["thinking"]["budget_tokens"], 8_000);
+}
+
 #[test]
 fn empty_system_prompt_is_left_out() {
     let mut r = request(vec![Message::user_text("hi")]);
