@@ -694,3 +694,60 @@ async fn regression_a_broken_config_json_is_a_warning_not_a_failed_run() {
         broken
     );
 }
+
+/// Regression: resuming a transcript from outside the config directory wrote the
+/// continued session next to that file, under a new id that `--resume <id>` and
+/// `--continue` could then not find. It now joins this project's sessions.
+#[tokio::test]
+async fn regression_a_transcript_resumed_from_elsewhere_joins_the_project_and_resumes_by_id() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    // A session recorded by another config directory (say, another machine), copied in.
+    let other = Env::new();
+    let id = first_session(&other, &server, "remember 7", "Noted: 7.").await;
+    let (recorded, _) = other.transcripts().remove(0);
+    std::fs::create_dir_all(env.proj.join("exports")).unwrap();
+    let outside = env.proj.join(format!("exports/{id}.jsonl"));
+    std::fs::copy(&recorded, &outside).unwrap();
+
+    server.push(Reply::new().text("It was 7."));
+    let run = env
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "which?",
+                "--resume",
+                outside.to_str().unwrap(),
+                "--output-format",
+                "json",
+            ],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(
+        run.result()["session_id"],
+        id.as_str(),
+        "its own id is kept"
+    );
+    assert_eq!(
+        env.transcripts().len(),
+        1,
+        "recorded under the config directory"
+    );
+
+    server.push(Reply::new().text("Still 7."));
+    let run = env
+        .run(Some(&server), &["-p", "and now?", "--resume", &id])
+        .await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(
+        shape(&server.requests()[2].json()).len(),
+        5,
+        "the whole conversation"
+    );
+    server.push(Reply::new().text("Yes, 7."));
+    let run = env.run(Some(&server), &["-p", "sure?", "--continue"]).await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(shape(&server.requests()[3].json()).len(), 7);
+}

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use strata_protocol::transcript::{EntryKind, FileHistorySnapshot};
 
-pub use fork::{ForkOutcome, fork};
+pub use fork::{ForkOutcome, fork, fork_to};
 pub(crate) use locate::subagent_transcripts;
 pub use locate::{find_by_id, latest_in_project, resolve};
 pub use metadata::SessionMetadata;

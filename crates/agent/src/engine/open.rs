@@ -10,7 +10,9 @@ use strata_protocol::permission::PermissionMode;
 use strata_protocol::sdk::{SdkMessage, StatusMessage, SystemMessage};
 use strata_session::file_history::FileHistory;
 use strata_session::layout::SessionLayout;
-use strata_session::resume::{LoadedSession, ResumeError, fork, latest_in_project, resolve};
+use strata_session::resume::{
+    LoadedSession, ResumeError, fork, fork_to, latest_in_project, resolve,
+};
 use strata_session::writer::TranscriptWriter;
 use strata_state::effects::{EffectError, SdkStatusPort};
 use strata_state::{EffectsHub, Ports, RuntimeFacts, SessionScope, default_app_state};
@@ -51,17 +53,32 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     let (session_id, transcript_path, mut loaded) = match resumed {
         None => (uuid::Uuid::new_v4(), None, None),
         Some((path, loaded)) => {
-            let own_id = uuid::Uuid::parse_str(&loaded.session_id).ok();
-            match own_id.filter(|_| !options.fork_session) {
-                Some(id) => (id, Some(path), Some(loaded)),
+            let own_id = uuid::Uuid::parse_str(&loaded.session_id)
+                .ok()
+                .filter(|_| !options.fork_session);
+            let cannot_fork = |e| OpenError::Other(format!("cannot fork the session: {e}"));
+            if !in_config_dir(&config_dir, &path) {
+                // A transcript from elsewhere (`--resume some/file.jsonl`) joins this
+                // project's sessions, under its own id when that is a UUID not taken
+                // here, so it is listed and `--resume <id>` finds it afterwards.
+                let id = own_id
+                    .filter(|id| {
+                        !SessionLayout::new(&config_dir, &project_root, &id.to_string())
+                            .transcript()
+                            .exists()
+                    })
+                    .unwrap_or_else(uuid::Uuid::new_v4);
+                let layout = SessionLayout::new(&config_dir, &project_root, &id.to_string());
+                let outcome = fork_to(&path, &layout).map_err(cannot_fork)?;
+                (id, Some(outcome.path), Some(loaded))
+            } else if let Some(id) = own_id {
+                (id, Some(path), Some(loaded))
+            } else {
                 // A fork — or a foreign session whose id is not a UUID, which strata
                 // continues in a copy under a UUID of its own.
-                None => {
-                    let new_id = uuid::Uuid::new_v4();
-                    let outcome = fork(&config_dir, &path, &new_id.to_string())
-                        .map_err(|e| OpenError::Other(format!("cannot fork the session: {e}")))?;
-                    (new_id, Some(outcome.path), Some(loaded))
-                }
+                let new_id = uuid::Uuid::new_v4();
+                let outcome = fork(&config_dir, &path, &new_id.to_string()).map_err(cannot_fork)?;
+                (new_id, Some(outcome.path), Some(loaded))
             }
         }
     };
@@ -237,6 +254,14 @@ fn load_resumed(
 
 /// The git branch of `dir`'s repository, read from `.git/HEAD` (no process spawned:
 /// this runs at start-up). Empty outside a repository or on a detached head.
+/// Whether `path` is a transcript under the config directory's `projects/` (compared
+/// resolved, so a relative or linked spelling of the same place counts).
+fn in_config_dir(config_dir: &Path, path: &Path) -> bool {
+    let projects = strata_config::paths::projects_dir(config_dir);
+    let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    resolve(path).starts_with(resolve(&projects))
+}
+
 fn git_branch(dir: &Path) -> String {
     let Some(git) = dir.ancestors().map(|d| d.join(".git")).find(|g| g.exists()) else {
         return String::new();

@@ -38,11 +38,6 @@ pub struct ForkOutcome {
 /// Copies the session whose transcript is `source` to a new session `new_id` in the same
 /// project folder; `config_dir` holds the file-history backups.
 pub fn fork(config_dir: &Path, source: &Path, new_id: &str) -> Result<ForkOutcome, ResumeError> {
-    if new_id.is_empty() || new_id.contains(['/', '\\']) {
-        return Err(ResumeError::InvalidId {
-            id: new_id.to_owned(),
-        });
-    }
     let Some(old) = SessionLayout::from_transcript_path(config_dir, source) else {
         return Err(ResumeError::NoSuchFile {
             path: source.to_path_buf(),
@@ -50,8 +45,28 @@ pub fn fork(config_dir: &Path, source: &Path, new_id: &str) -> Result<ForkOutcom
     };
     let new = SessionLayout {
         session_id: new_id.to_owned(),
-        ..old.clone()
+        ..old
     };
+    fork_to(source, &new)
+}
+
+/// Copies the session whose transcript is `source` to the session `new` (any project
+/// folder, any id not taken there): how a transcript from outside the config directory
+/// (`--resume path/to/file.jsonl`) joins a project's sessions, so it can be listed and
+/// resumed by its id afterwards.
+pub fn fork_to(source: &Path, new: &SessionLayout) -> Result<ForkOutcome, ResumeError> {
+    let new_id = new.session_id.as_str();
+    if new_id.is_empty() || new_id.contains(['/', '\\']) {
+        return Err(ResumeError::InvalidId {
+            id: new_id.to_owned(),
+        });
+    }
+    let Some(old) = SessionLayout::from_transcript_path(&new.config_dir, source) else {
+        return Err(ResumeError::NoSuchFile {
+            path: source.to_path_buf(),
+        });
+    };
+    mkdirs(Some(&new.project_dir))?;
     let target = new.transcript();
     if target.exists() {
         return Err(ResumeError::Exists { path: target });
