@@ -14,7 +14,25 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = args::Cli::parse();
+    init_logging();
     exit::report(run(cli))
+}
+
+/// Warnings from every layer (a retried request, a settings file that cannot be used,
+/// a side effect that failed) go to stderr, so a run that waits or degrades says why;
+/// stdout stays the command's output. `STRATA_LOG` sets the level (`STRATA_LOG=debug`).
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("STRATA_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    // Fails only if a subscriber is already set, which nothing else does.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
+        .with_target(false)
+        .compact()
+        .try_init();
 }
 
 fn run(cli: args::Cli) -> anyhow::Result<()> {

@@ -253,6 +253,14 @@ async fn an_overloaded_529_is_retried_and_the_run_succeeds() {
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one retry");
     assert_eq!(requests[0].body, requests[1].body, "the same request again");
+    // Regression: retries were silent, so a wrong base URL looked like a hang for
+    // minutes. Each one is announced on stderr (plain text, no colour codes in a pipe).
+    assert!(
+        run.stderr.contains("HTTP 529") && run.stderr.contains("retrying (retry 1 of"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
 }
 
 #[tokio::test]

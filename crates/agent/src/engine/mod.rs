@@ -294,7 +294,6 @@ impl Engine {
             if inner.recorder.file_exists() {
                 let summary = inner.bootstrap.cost_summary();
                 if let Err(e) = cost::save_cost_slot(&inner.global, &inner.project_root, &summary) {
-                    tracing::warn!("the session cost could not be saved: {e}");
                     warnings.push(format!("the session cost could not be saved: {e}"));
                 }
             }
