@@ -10,10 +10,30 @@ use strata_agent::provider::ProviderChoice;
 use strata_protocol::permission::ExternalPermissionMode;
 
 /// strata: a terminal coding agent.
+
+/// The environment variables strata reads, shown under `--help`.
+const ENVIRONMENT: &str = "\
+Environment:
+  ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN  credentials for the Anthropic Messages API
+  ANTHROPIC_BASE_URL, ANTHROPIC_MODEL      its address and default model
+  ANTHROPIC_DEFAULT_OPUS_MODEL (…_SONNET_…, …_HAIKU_…)  what --model opus (sonnet, haiku) means
+  OPENAI_API_KEY, OPENAI_BASE_URL          an OpenAI-compatible server (llama.cpp, Ollama, vLLM)
+  OPENAI_MODEL                             its default model
+  STRATA_CONFIG_DIR                        the config directory (default ~/.strata)
+  STRATA_MAX_RETRIES                       retries of a failed model request (default 8)
+  STRATA_LOG                               what reaches stderr (default warn; e.g. debug)";
+
 #[derive(Debug, Parser)]
 // `args_conflicts_with_subcommands`: after an agent flag, a word is the prompt, never a
 // subcommand (`strata -p sessions` asks about sessions).
-#[command(name = "strata", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "strata",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true,
+    after_help = ENVIRONMENT
+)]
 pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
