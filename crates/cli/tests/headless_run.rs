@@ -117,7 +117,8 @@ async fn the_prompt_is_read_from_stdin_when_no_argument_is_given() {
     assert_eq!(run.stdout, "Read it.\n");
     assert_eq!(
         shape(&server.requests()[0].json()),
-        msgs(&[("user", &["summarise this\nplease\n"])])
+        msgs(&[("user", &["summarise this\nplease"])]),
+        "the pipe's final line end is not part of the prompt"
     );
 }
 

@@ -429,6 +429,21 @@ async fn malformed_lines_and_unknown_requests_get_clear_errors_and_the_session_g
     );
 }
 
+/// Regression: plain text on stdin (not JSON lines) skipped every line and exited 0
+/// without a `result`, which a client could not tell from an answered prompt.
+#[tokio::test]
+async fn stdin_without_one_usable_user_message_exits_1_saying_so() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    let mut s = Driver::start(&env, &server, &[]);
+    s.next().await;
+    s.send("what does this project do?").await;
+    let Finished { code, stderr, .. } = s.finish().await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("no usable user message"), "{stderr}");
+    assert!(server.requests().is_empty());
+}
+
 #[tokio::test]
 async fn prompts_run_in_order_and_end_of_input_ends_the_session_after_them() {
     let env = Env::new();

@@ -32,6 +32,8 @@ pub(crate) enum Input {
     },
     /// The client's answer to one of our requests.
     Response(ControlResponse),
+    /// A line that could not be used (already reported on stderr).
+    Rejected,
 }
 
 /// Reads stdin on its own thread; the receiver gets every meaningful line and closes at
@@ -64,7 +66,10 @@ pub(crate) fn spawn_reader() -> anyhow::Result<mpsc::UnboundedReceiver<Input>> {
                     }
                     Ok(None) => {}
                     Err(err) => {
-                        super::warn(format_args!("stdin line {number}: {err}; line skipped"))
+                        super::warn(format_args!("stdin line {number}: {err}; line skipped"));
+                        if tx.send(Input::Rejected).is_err() {
+                            return;
+                        }
                     }
                 }
             }

@@ -241,6 +241,10 @@ fn text_prompt(argument: Option<String>) -> Result<String, Failure> {
             stdin
                 .read_to_string(&mut text)
                 .map_err(|e| Failure::failed(format!("cannot read the prompt from stdin: {e}")))?;
+            // `echo q | strata -p` means the prompt `q`: the line end is the pipe's, not
+            // the user's (inner line breaks and leading indentation stay).
+            let kept = text.trim_end_matches(['\n', '\r']).len();
+            text.truncate(kept);
             text
         }
     };

@@ -186,6 +186,7 @@ async fn stream(
     let mut queue: VecDeque<Message> = VecDeque::new();
     let mut running: Option<(JoinHandle<ResultMessage>, CancellationToken)> = None;
     let mut last = None;
+    let mut rejected = 0usize;
     loop {
         if running.is_none()
             && !session.is_cancelled()
@@ -231,6 +232,7 @@ async fn stream(
                     }
                 }
                 Some(Input::Prompt(message)) => queue.push_back(message),
+                Some(Input::Rejected) => rejected += 1,
                 Some(Input::Control(request)) => {
                     let turn = running.as_ref().map(|(_, t)| t);
                     lines.send_json(&SdkMessage::ControlResponse(controller.handle(request, turn)));
@@ -256,6 +258,18 @@ async fn stream(
                 }
             }
         }
+    }
+    if last.is_none() && rejected > 0 {
+        // stdin held lines but not one usable user message (plain text instead of JSON
+        // lines, say): no `result` line was printed, and exit 0 would look like an
+        // answered prompt. (Only control requests and no prompt is a valid session.)
+        return Err(Failure::failed(format!(
+            "strata: no usable user message arrived on stdin ({rejected} line(s) skipped, see \
+             above), so nothing was asked; with --input-format stream-json each line is a \
+             JSON object such as {{\"type\":\"user\",\"message\":{{\"role\":\"user\",\
+             \"content\":\"…\"}}}}"
+        ))
+        .into());
     }
     Ok(last)
 }
