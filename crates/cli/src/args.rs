@@ -9,8 +9,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use strata_agent::provider::ProviderChoice;
 use strata_protocol::permission::ExternalPermissionMode;
 
-/// strata: a terminal coding agent.
-
 /// The environment variables strata reads, shown under `--help`.
 const ENVIRONMENT: &str = "\
 Environment:
@@ -23,6 +21,7 @@ Environment:
   STRATA_MAX_RETRIES                       retries of a failed model request (default 8)
   STRATA_LOG                               what reaches stderr (default warn; e.g. debug)";
 
+/// strata: a terminal coding agent.
 #[derive(Debug, Parser)]
 // `args_conflicts_with_subcommands`: after an agent flag, a word is the prompt, never a
 // subcommand (`strata -p sessions` asks about sessions).
