@@ -169,6 +169,41 @@ async fn bash_cd_persists_to_the_next_call() {
     assert_eq!(p.ctx.cwd(), p.root);
 }
 
+/// Regression: a `cd` out of the project stayed for every later command, so relative
+/// paths and "inside the project" judgements were about somewhere else. It is undone,
+/// and the model is told; additional working directories may be stayed in.
+#[tokio::test]
+async fn bash_cd_out_of_the_project_is_undone_but_working_dirs_are_kept() {
+    let mut p = Project::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let elsewhere = elsewhere.path().canonicalize().unwrap();
+    let out = p
+        .call(
+            &Bash,
+            json!({"command": format!("cd {}", elsewhere.display())}),
+        )
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    assert!(
+        out.content.contains("outside the project"),
+        "{}",
+        out.content
+    );
+    assert_eq!(p.ctx.cwd(), p.root);
+
+    p.ctx.working_dirs = vec![elsewhere.clone()].into();
+    p.call(
+        &Bash,
+        json!({"command": format!("cd {}", elsewhere.display())}),
+    )
+    .await;
+    assert_eq!(
+        p.ctx.cwd(),
+        elsewhere,
+        "an additional working directory is fine"
+    );
+}
+
 #[tokio::test]
 async fn bash_exit_keeps_the_previous_directory() {
     let p = Project::new();

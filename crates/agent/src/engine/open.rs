@@ -194,6 +194,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());
+    tool_context.working_dirs = permissions.additional_directories.clone().into();
     tool_context.env = env;
 
     let default_model = merged

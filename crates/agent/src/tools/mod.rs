@@ -160,6 +160,9 @@ pub struct ToolContext {
     pub cwd: Arc<Mutex<PathBuf>>,
     /// The project root (for "inside the project" checks and relative paths).
     pub project_root: PathBuf,
+    /// Directories outside the project a `cd` may stay in (the additional working
+    /// directories); a `cd` anywhere else is undone after the command.
+    pub working_dirs: Arc<[PathBuf]>,
     /// Cancelled when the turn is interrupted: long calls must stop promptly.
     pub cancel: CancellationToken,
     /// Environment variables applied to spawned processes on top of strata's own: the
@@ -188,6 +191,7 @@ impl ToolContext {
         Self {
             cwd: Arc::new(Mutex::new(project_root.clone())),
             project_root,
+            working_dirs: Arc::from([]),
             cancel: CancellationToken::new(),
             env: EnvOverlay::default(),
             hooks,

@@ -1,6 +1,8 @@
 //! The Bash tool: runs a command with `bash -c` in the session's working directory.
 //!
-//! - The working directory is shared by every call of the session: a `cd` persists.
+//! - The working directory is shared by every call of the session: a `cd` persists while
+//!   it stays in the project or an additional working directory; one that leaves them is
+//!   undone after the command, and the result says so.
 //! - `timeout` (milliseconds) defaults to 2 minutes, at most 10; on timeout or when the
 //!   turn is cancelled, the command's whole process group is killed.
 //! - stdout and stderr are captured (bounded in memory); the result keeps 30,000
@@ -75,7 +77,8 @@ impl BashInput {
 
 const DESCRIPTION: &str = "Runs a bash command and returns its output (stdout, then stderr).\n\
 \n\
-- The working directory persists between calls: `cd` moves it for later commands. Prefer \
+- The working directory persists between calls: `cd` moves it for later commands (within \
+the project and its additional directories). Prefer \
 absolute paths.\n\
 - `timeout` is in milliseconds: default 120000 (2 minutes), at most 600000 (10 minutes). On \
 timeout the command and every process it started are killed.\n\
@@ -146,6 +149,17 @@ impl Tool for Bash {
     }
 }
 
+/// Whether `dir` is the project root, one of the additional working directories, or
+/// inside one (compared resolved, so a link into the project counts as inside).
+fn inside_working_dirs(dir: &std::path::Path, ctx: &ToolContext) -> bool {
+    let resolve =
+        |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let dir = resolve(dir);
+    std::iter::once(&ctx.project_root)
+        .chain(ctx.working_dirs.iter())
+        .any(|root| dir.starts_with(resolve(root)))
+}
+
 async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
     let mut notes = Vec::new();
     let mut cwd = ctx.cwd();
@@ -169,7 +183,18 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
     if let Some(dir) = &outcome.final_cwd
         && *dir != cwd
     {
-        ctx.set_cwd(dir.clone());
+        if inside_working_dirs(dir, ctx) {
+            ctx.set_cwd(dir.clone());
+        } else {
+            // A `cd` out of the project would make every later relative path and
+            // "inside the project" judgement about somewhere else.
+            notes.push(format!(
+                "[The command left the shell in {}, outside the project: later commands \
+                 start in {} again.]",
+                dir.display(),
+                cwd.display()
+            ));
+        }
     }
 
     let stdout = text_of(&outcome.stdout, "stdout");
