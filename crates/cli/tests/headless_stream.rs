@@ -333,6 +333,59 @@ async fn can_use_tool_prompts_go_to_the_client_and_its_answers_are_followed() {
     assert_eq!(s.finish().await.code, Some(0));
 }
 
+/// Regression: "allow, and don't ask again" (`updatedPermissions` with the answer) was
+/// ignored, so the same command prompted every time. A session rule stops the prompts;
+/// a `localSettings` rule is also written to the project's personal settings.
+#[tokio::test]
+async fn updated_permissions_in_an_answer_are_applied_and_kept_where_asked() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    for (id, file) in [("t1", "a"), ("t2", "b"), ("t3", "c")] {
+        server.push(Reply::new().tool_use(
+            id,
+            "Bash",
+            json!({"command": format!("touch {file}.txt")}),
+        ));
+    }
+    server.push(Reply::new().text("Three files."));
+    let mut s = Driver::start(&env, &server, &["--permission-prompt-tool", "stdio"]);
+    s.next().await;
+    s.control("init", json!({"subtype": "initialize"})).await;
+    s.response("init").await;
+    s.prompt("make three files").await;
+
+    let ask = s.until(|l| kind(l) == "control_request/can_use_tool").await;
+    assert_eq!(ask["request"]["tool_use_id"], "t1");
+    let suggested = ask["request"]["permission_suggestions"].clone();
+    assert_eq!(
+        suggested[0]["rules"][0]["ruleContent"], "touch:*",
+        "{suggested}"
+    );
+    let id = ask["request_id"].as_str().unwrap().to_owned();
+    // The client offers the suggestion and the user takes it.
+    let allow = json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+        "response": {"behavior": "allow", "updatedPermissions": suggested}}});
+    s.send(&allow.to_string()).await;
+
+    let result = s.result().await;
+    assert_eq!(result["subtype"], "success", "{result}");
+    let asked = s
+        .seen
+        .iter()
+        .filter(|l| kind(l) == "control_request/can_use_tool")
+        .count();
+    assert_eq!(asked, 1, "t2 and t3 ran without asking");
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert!(env.proj.join(f).exists(), "{f}");
+    }
+    let local: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.proj.join(".strata/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(local["permissions"]["allow"], json!(["Bash(touch:*)"]));
+    assert_eq!(s.finish().await.code, Some(0));
+}
+
 #[tokio::test]
 async fn a_permission_prompt_open_when_stdin_ends_is_denied_and_the_session_ends() {
     let env = Env::new();

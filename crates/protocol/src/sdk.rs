@@ -16,6 +16,12 @@ use serde_json::{Map, Value};
 
 use crate::message::{AssistantMessage, Message};
 
+mod permission_update;
+
+pub use permission_update::{
+    PermissionRuleValue, PermissionUpdate, RuleBehaviorName, UpdateDestination, parse_updates,
+};
+
 /// One line of `stream-json` output.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -242,9 +248,9 @@ pub enum ControlRequestBody {
         /// The `tool_use` block's id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_use_id: Option<String>,
-        /// Rules the client could add to allow it next time.
+        /// Updates the client could offer the user with the prompt ("always allow …").
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        permission_suggestions: Option<Value>,
+        permission_suggestions: Option<Vec<PermissionUpdate>>,
         /// Why strata asks.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decision_reason: Option<String>,
@@ -325,6 +331,14 @@ pub enum PermissionResult {
             skip_serializing_if = "Option::is_none"
         )]
         updated_input: Option<Value>,
+        /// Changes to the permission rules, mode or directories the user chose with the
+        /// answer ("and don't ask again"), as sent; [`parse_updates`] reads them.
+        #[serde(
+            rename = "updatedPermissions",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        updated_permissions: Option<Vec<Value>>,
     },
     /// Do not run it; `message` is shown to the model.
     Deny {
@@ -391,7 +405,8 @@ mod tests {
         assert_eq!(
             allow,
             PermissionResult::Allow {
-                updated_input: Some(json!({"a":1}))
+                updated_input: Some(json!({"a":1})),
+                updated_permissions: None,
             }
         );
     }

@@ -12,6 +12,7 @@
 pub(crate) mod cost;
 pub(crate) mod hooks;
 mod open;
+mod permission_updates;
 pub(crate) mod record;
 
 use crate::sync::lock;
@@ -63,6 +64,9 @@ pub struct PermissionPrompt {
     pub tool_use_id: String,
     /// Why approval is needed.
     pub reason: String,
+    /// Updates the client may offer with the prompt ("always allow …"); an answer that
+    /// carries them back applies them.
+    pub suggestions: Vec<strata_protocol::sdk::PermissionUpdate>,
 }
 
 /// Which session to continue.
@@ -159,6 +163,10 @@ pub(crate) struct Inner {
     pub(crate) resumed_interrupted: bool,
     /// The running turn's cancellation, for [`Engine::interrupt`].
     pub(crate) current_turn: Mutex<Option<CancellationToken>>,
+    /// Rules and directories the user added while answering prompts.
+    pub(crate) session_permissions: Mutex<permission_updates::SessionPermissions>,
+    /// The settings files, for permission updates kept beyond the session.
+    pub(crate) settings: strata_config::SettingsFiles,
 }
 
 impl Engine {

@@ -224,6 +224,8 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         warnings,
         resumed_interrupted,
         current_turn: Mutex::new(None),
+        session_permissions: Mutex::new(Default::default()),
+        settings: files,
     })
 }
 

@@ -32,6 +32,7 @@ mod denials;
 pub(crate) mod matching;
 mod mode;
 mod rules;
+mod suggest;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,6 +48,7 @@ pub use self::mode::{
 pub use self::rules::{
     PermissionRule, RuleBehavior, RuleError, RuleSet, RuleSource, split_rule_list,
 };
+pub use self::suggest::suggestions;
 #[cfg(doc)]
 use crate::tools::Tool;
 use crate::tools::ToolOutput;

@@ -18,6 +18,8 @@ pub enum RuleSource {
     AllowedToolsFlag,
     /// `--disallowedTools`.
     DisallowedToolsFlag,
+    /// An answer to a prompt during this session ("and don't ask again").
+    Session,
 }
 
 impl fmt::Display for RuleSource {
@@ -26,6 +28,7 @@ impl fmt::Display for RuleSource {
             Self::Settings => "settings",
             Self::AllowedToolsFlag => "--allowedTools",
             Self::DisallowedToolsFlag => "--disallowedTools",
+            Self::Session => "this session",
         })
     }
 }

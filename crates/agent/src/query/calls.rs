@@ -95,7 +95,7 @@ async fn clear(
     };
     tool.validate(&tool_use.input)?;
     let state = inner.store.get();
-    let mut permissions = inner.permissions.clone();
+    let mut permissions = inner.effective_permissions();
     permissions.mode = state.tool_permission_context.mode;
     permissions.should_avoid_prompts = state
         .tool_permission_context
@@ -114,6 +114,7 @@ async fn clear(
                     input: input.clone(),
                     tool_use_id: tool_use.id.clone(),
                     reason: reason.clone(),
+                    suggestions: crate::permissions::suggestions(tool.as_ref(), &input),
                 };
                 // An interrupt must not wait for an answer that may never come.
                 let answer = tokio::select! {
@@ -125,9 +126,17 @@ async fn clear(
                     answer = prompter.ask(prompt) => answer,
                 };
                 match answer {
-                    PermissionResult::Allow { updated_input } => {
+                    PermissionResult::Allow {
+                        updated_input,
+                        updated_permissions,
+                    } => {
                         if let Some(updated) = updated_input {
                             input = updated;
+                        }
+                        if let Some(updates) = updated_permissions {
+                            for problem in inner.apply_permission_updates(&updates) {
+                                tracing::warn!("{problem}");
+                            }
                         }
                         None
                     }

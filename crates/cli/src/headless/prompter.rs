@@ -166,7 +166,8 @@ impl PermissionPrompter for PromptChannel {
                         tool_name: prompt.tool_name,
                         input: prompt.input,
                         tool_use_id: Some(prompt.tool_use_id),
-                        permission_suggestions: None,
+                        permission_suggestions: (!prompt.suggestions.is_empty())
+                            .then_some(prompt.suggestions),
                         decision_reason: Some(prompt.reason),
                     },
                 }));
@@ -202,6 +203,7 @@ mod tests {
             input: json!({"command": "touch x"}),
             tool_use_id: "toolu_1".into(),
             reason: "needs approval".into(),
+            suggestions: Vec::new(),
         }
     }
 
@@ -243,7 +245,8 @@ mod tests {
         assert_eq!(
             result,
             PermissionResult::Allow {
-                updated_input: Some(json!({"command": "ls"}))
+                updated_input: Some(json!({"command": "ls"})),
+                updated_permissions: None,
             }
         );
         assert_eq!(out.len(), 1);
