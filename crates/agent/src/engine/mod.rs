@@ -284,6 +284,7 @@ impl Engine {
             "insertions": report.insertions(),
             "deletions": report.deletions(),
             "files": report.changes.iter().map(|c| c.path.clone()).collect::<Vec<_>>(),
+            "outsideProject": report.outside_project,
         }))
     }
 

@@ -57,6 +57,9 @@ pub struct RewindReport {
     pub changes: Vec<FileChange>,
     /// Tracked files that already match it.
     pub unchanged: usize,
+    /// Tracked paths outside the session's project, left alone: a transcript names the
+    /// files rewind writes and deletes, and one from elsewhere could name any file.
+    pub outside_project: Vec<String>,
 }
 
 impl RewindReport {
@@ -118,8 +121,14 @@ pub(crate) fn run(
     // Phase 1: read everything; a missing backup aborts before any file is touched.
     let mut planned = Vec::new();
     let mut unchanged = 0;
+    let mut outside_project = Vec::new();
+    let root = strata_config::paths::project_root(cwd);
     for (key, backup) in targets {
         let abs = store::absolute(cwd, Path::new(&key));
+        if !inside(&abs, &root) {
+            outside_project.push(key);
+            continue;
+        }
         let (wanted, mode) = match &backup {
             None => (None, None),
             Some(name) => {
@@ -183,7 +192,21 @@ pub(crate) fn run(
         dry_run,
         changes: planned.into_iter().map(|p| p.change).collect(),
         unchanged,
+        outside_project,
     })
+}
+
+/// Whether `path` (absolute, normalised) is inside `root`, judged where its existing part
+/// really is: a symbolic link in the project pointing out of it leads outside.
+fn inside(path: &Path, root: &Path) -> bool {
+    let Ok(real_root) = std::fs::canonicalize(root) else {
+        // The project is not on this machine, so nothing in it can lead elsewhere.
+        return path.starts_with(root);
+    };
+    // The deepest part of the path that exists, resolved (the rest is created inside it).
+    path.ancestors()
+        .find_map(|a| std::fs::canonicalize(a).ok())
+        .is_some_and(|real| real.starts_with(&real_root))
 }
 
 /// Lines inserted and deleted going from `old` to `new` (a line diff, as `git diff
@@ -345,6 +368,49 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(project.join("victim.txt")).unwrap(),
             "mine"
+        );
+    }
+
+    /// Regression: rewind deleted or overwrote any file a transcript named, so a
+    /// crafted session could delete `~/.ssh/authorized_keys`. Only files of the session's
+    /// project are touched; the others are reported.
+    #[test]
+    fn regression_files_outside_the_project_are_left_alone_and_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let backups = base.join("file-history/s");
+        std::fs::create_dir_all(&backups).unwrap();
+        let project = base.join("p");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        let precious = base.join("authorized_keys");
+        std::fs::write(&precious, "key").unwrap();
+        std::fs::write(project.join("new.txt"), "made later").unwrap();
+        // A link inside the project to the file outside is outside too.
+        std::os::unix::fs::symlink(&precious, project.join("link")).unwrap();
+        let t = targets(&[snap(
+            "u1",
+            &[
+                (precious.to_str().unwrap(), None),
+                ("../authorized_keys", None),
+                ("link", None),
+                ("new.txt", None),
+            ],
+        )]);
+        let report = run(&backups, &project, "u1", t, false).unwrap();
+        assert!(
+            precious.exists(),
+            "the file outside the project is untouched"
+        );
+        assert!(
+            !project.join("new.txt").exists(),
+            "the project's own file is rewound"
+        );
+        assert_eq!(report.files_changed(), 1);
+        assert_eq!(
+            report.outside_project.len(),
+            3,
+            "{:?}",
+            report.outside_project
         );
     }
 }

@@ -125,6 +125,14 @@ fn render(session_id: &str, report: &RewindReport) -> String {
             change.path, change.insertions, change.deletions
         ));
     }
+    if !report.outside_project.is_empty() {
+        out.push_str(
+            "Left alone, outside the session's project (restore them by hand if you need to):\n",
+        );
+        for path in &report.outside_project {
+            out.push_str(&format!("  {path}\n"));
+        }
+    }
     out
 }
 
