@@ -296,6 +296,20 @@ fn accept_edits_allows_file_edits_inside_the_project_and_additional_dirs_only() 
                 Want::Ask,
             ),
             row(
+                "protected names in another case ask",
+                AcceptEdits,
+                &Edit,
+                edit(&e.root.join(".GIT/hooks/pre-commit")),
+                Want::Ask,
+            ),
+            row(
+                "direnv files ask",
+                AcceptEdits,
+                &Edit,
+                edit(&e.root.join("sub/.envrc")),
+                Want::Ask,
+            ),
+            row(
                 "a file merely named like a folder is fine",
                 AcceptEdits,
                 &Edit,

@@ -386,6 +386,55 @@ async fn updated_permissions_in_an_answer_are_applied_and_kept_where_asked() {
     assert_eq!(s.finish().await.code, Some(0));
 }
 
+/// A removal takes effect at once, also for a rule the session started with (from the
+/// settings file it is removed from).
+#[tokio::test]
+async fn removing_a_rule_in_an_answer_stops_it_allowing_for_the_rest_of_the_session() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.proj.join(".strata")).unwrap();
+    std::fs::write(
+        env.proj.join(".strata/settings.local.json"),
+        r#"{"permissions":{"allow":["Bash(touch:*)"]}}"#,
+    )
+    .unwrap();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("t1", "Bash", json!({"command": "touch a.txt"})));
+    server.push(Reply::new().tool_use("t2", "Bash", json!({"command": "mkdir d"})));
+    server.push(Reply::new().tool_use("t3", "Bash", json!({"command": "touch b.txt"})));
+    server.push(Reply::new().text("Done."));
+    let mut s = Driver::start(&env, &server, &["--permission-prompt-tool", "stdio"]);
+    s.next().await;
+    s.control("init", json!({"subtype": "initialize"})).await;
+    s.response("init").await;
+    s.prompt("go").await;
+
+    // t1 is allowed by the settings; t2 asks, and the answer removes the rule.
+    let ask = s.until(|l| kind(l) == "control_request/can_use_tool").await;
+    assert_eq!(ask["request"]["tool_use_id"], "t2");
+    let id = ask["request_id"].as_str().unwrap().to_owned();
+    let remove = json!([{"type": "removeRules", "rules": [{"toolName": "Bash", "ruleContent": "touch:*"}],
+        "behavior": "allow", "destination": "localSettings"}]);
+    let allow = json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+        "response": {"behavior": "allow", "updatedPermissions": remove}}});
+    s.send(&allow.to_string()).await;
+    // t3 now asks.
+    let ask = s.until(|l| kind(l) == "control_request/can_use_tool").await;
+    assert_eq!(ask["request"]["tool_use_id"], "t3");
+    let id = ask["request_id"].as_str().unwrap().to_owned();
+    let deny = json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+        "response": {"behavior": "deny", "message": "no"}}});
+    s.send(&deny.to_string()).await;
+    assert_eq!(s.result().await["subtype"], "success");
+    assert!(env.proj.join("a.txt").exists() && env.proj.join("d").is_dir());
+    assert!(!env.proj.join("b.txt").exists());
+    let local: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.proj.join(".strata/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(local["permissions"]["allow"], json!([]));
+    assert_eq!(s.finish().await.code, Some(0));
+}
+
 #[tokio::test]
 async fn a_permission_prompt_open_when_stdin_ends_is_denied_and_the_session_ends() {
     let env = Env::new();

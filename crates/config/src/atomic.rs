@@ -266,6 +266,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_write_leaves_no_lock_or_temporary_file_beside_the_file() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("settings.local.json");

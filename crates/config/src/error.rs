@@ -37,6 +37,19 @@ pub enum ConfigError {
         /// What would have been wrong (with the key path).
         problem: String,
     },
+    /// A project settings file is a symbolic link leading out of the project; strata does
+    /// not write through it. Nothing was written.
+    #[error(
+        "{}: not written: it is a symbolic link to {}, outside the project (a repository could point it at your own settings); replace the link with a file to keep project settings here",
+        file.display(),
+        target.display()
+    )]
+    LinkOutOfProject {
+        /// The settings file (the link).
+        file: PathBuf,
+        /// Where it leads.
+        target: PathBuf,
+    },
     /// A filesystem operation failed.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {

@@ -8,8 +8,8 @@
 //! - reading and merging the settings sources, with per-value provenance and per-file
 //!   errors that name file, line and column ([`SettingsFiles::load`]; objects deep-merge,
 //!   later sources win for scalars, arrays concatenate without duplicates);
-//! - writing a settings source or the global config safely: exclusive lock on a sidecar
-//!   file, re-read inside the lock, atomic replace, unknown keys and key order kept,
+//! - writing a settings source or the global config safely: exclusive lock on the file's
+//!   directory, re-read inside the lock, atomic replace, unknown keys and key order kept,
 //!   nothing written when nothing changed ([`SettingsFiles::update`],
 //!   [`GlobalConfigFile::update`], protocol in `atomic`);
 //! - watching the settings files and reporting which source changed

@@ -184,8 +184,9 @@ impl SettingsFiles {
         Ok(Some(object))
     }
 
-    /// Edits a writable source under the file lock (exclusive lock on `<file>.lock`, re-read
-    /// inside it, atomic replace; see the [crate docs](crate)) and returns the edit's value.
+    /// Edits a writable source under the file lock (exclusive lock on the file's directory,
+    /// re-read inside it, atomic replace; see the [crate docs](crate)) and returns the
+    /// edit's value.
     ///
     /// `edit` receives the file's JSON object (every key, in order; empty when the file
     /// does not exist) and may change it. If it leaves the object equal, nothing is written
@@ -234,9 +235,14 @@ impl SettingsFiles {
     }
 
     fn writable(&self, source: SettingsSource) -> Result<&Path, ConfigError> {
-        self.locations
+        let path = self
+            .locations
             .writable_file(source)
-            .ok_or(ConfigError::ReadOnly(source))
+            .ok_or(ConfigError::ReadOnly(source))?;
+        if matches!(source, SettingsSource::Project | SettingsSource::Local) {
+            refuse_link_out_of_project(path)?;
+        }
+        Ok(path)
     }
 
     /// Every input in precedence order. Missing managed drop-in directory is not an error;
@@ -338,4 +344,34 @@ fn parse_or_empty<T: serde::de::DeserializeOwned>(
             }
         }
     }
+}
+
+/// A project's settings file may be a symbolic link committed to its repository: writing
+/// through one that leads out of the project (to the user's own settings, say) would let
+/// a repository choose which of the user's files strata changes. Such a link is refused;
+/// links within the project are written through.
+fn refuse_link_out_of_project(path: &Path) -> Result<(), ConfigError> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    // `<root>/.strata/<file>`.
+    let Some(root) = path.parent().and_then(Path::parent) else {
+        return Ok(());
+    };
+    if !is_link {
+        return Ok(());
+    }
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    // The link's target may not exist yet: judge where its existing part is.
+    let target = std::fs::read_link(path)
+        .map(|t| path.parent().unwrap_or(root).join(t))
+        .unwrap_or_else(|_| path.to_path_buf());
+    let real = target
+        .ancestors()
+        .find_map(|a| std::fs::canonicalize(a).ok());
+    if real.is_some_and(|r| r.starts_with(&real_root)) {
+        return Ok(());
+    }
+    Err(ConfigError::LinkOutOfProject {
+        file: path.to_path_buf(),
+        target,
+    })
 }

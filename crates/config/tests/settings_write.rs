@@ -284,3 +284,40 @@ fn global_config_raw_update_is_validated() {
     );
     assert!(!g.path().exists());
 }
+
+/// A project settings file linked (in the repository) to a file outside the project is
+/// not written through: the repository would choose which of the user's files changes.
+/// Links within the project and the user's own linked settings are written through.
+#[test]
+#[cfg(unix)]
+fn a_project_settings_link_out_of_the_project_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = files(&tmp);
+    let user = tmp.path().join("cfg/settings.json");
+    fs::create_dir_all(user.parent().unwrap()).unwrap();
+    fs::write(&user, "{}").unwrap();
+    let path = local(&tmp);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink("../../cfg/settings.json", &path).unwrap();
+    let err = f
+        .set_value(SettingsSource::Local, &["model"], Some(json!("x")))
+        .unwrap_err();
+    assert!(matches!(err, ConfigError::LinkOutOfProject { .. }), "{err}");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(
+        fs::read_to_string(&user).unwrap(),
+        "{}",
+        "the user's file is untouched"
+    );
+
+    // Within the project a link is fine.
+    fs::remove_file(&path).unwrap();
+    fs::write(tmp.path().join("proj/shared.json"), "{}").unwrap();
+    std::os::unix::fs::symlink("../shared.json", &path).unwrap();
+    f.set_value(SettingsSource::Local, &["model"], Some(json!("y")))
+        .unwrap();
+    let shared: Value =
+        serde_json::from_str(&fs::read_to_string(tmp.path().join("proj/shared.json")).unwrap())
+            .unwrap();
+    assert_eq!(shared["model"], "y");
+}

@@ -194,7 +194,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());
-    tool_context.working_dirs = permissions.additional_directories.clone().into();
+    tool_context.working_dirs = Arc::new(Mutex::new(permissions.additional_directories.clone()));
     tool_context.env = env;
 
     let default_model = merged
@@ -255,8 +255,6 @@ fn load_resumed(
     Ok((path, loaded))
 }
 
-/// The git branch of `dir`'s repository, read from `.git/HEAD` (no process spawned:
-/// this runs at start-up). Empty outside a repository or on a detached head.
 /// Whether `path` is a transcript under the config directory's `projects/` (compared
 /// resolved, so a relative or linked spelling of the same place counts).
 fn in_config_dir(config_dir: &Path, path: &Path) -> bool {
@@ -265,6 +263,8 @@ fn in_config_dir(config_dir: &Path, path: &Path) -> bool {
     resolve(path).starts_with(resolve(&projects))
 }
 
+/// The git branch of `dir`'s repository, read from `.git/HEAD` (no process spawned:
+/// this runs at start-up). Empty outside a repository or on a detached head.
 fn git_branch(dir: &Path) -> String {
     let Some(git) = dir.ancestors().map(|d| d.join(".git")).find(|g| g.exists()) else {
         return String::new();

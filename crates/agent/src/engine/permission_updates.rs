@@ -16,26 +16,49 @@ use strata_protocol::sdk::{PermissionUpdate, RuleBehaviorName, UpdateDestination
 use super::Inner;
 use crate::permissions::{PermissionContext, PermissionRule, RuleSource};
 
-/// Rules and directories added during the session.
+/// The changes made to the permission rules and directories during the session.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SessionPermissions {
-    allow: Vec<PermissionRule>,
-    deny: Vec<PermissionRule>,
-    ask: Vec<PermissionRule>,
+    /// Rules added, with their behavior and where the client asked them kept.
+    added: Vec<(RuleBehaviorName, UpdateDestination, PermissionRule)>,
+    /// Rules of the launch (settings, flags) taken out of effect by a removal or a
+    /// replacement.
+    removed: Vec<(RuleBehaviorName, PermissionRule)>,
     dirs: Vec<PathBuf>,
 }
 
+/// Whether two rules say the same (wherever they came from).
+fn same(a: &PermissionRule, b: &PermissionRule) -> bool {
+    a.tool == b.tool && a.pattern == b.pattern
+}
+
 impl SessionPermissions {
-    fn list(&mut self, behavior: RuleBehaviorName) -> &mut Vec<PermissionRule> {
-        match behavior {
-            RuleBehaviorName::Allow => &mut self.allow,
-            RuleBehaviorName::Deny => &mut self.deny,
-            RuleBehaviorName::Ask => &mut self.ask,
+    fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.dirs.is_empty()
+    }
+
+    fn add(&mut self, behavior: RuleBehaviorName, to: UpdateDestination, rule: PermissionRule) {
+        self.removed
+            .retain(|(b, r)| !(*b == behavior && same(r, &rule)));
+        if !self
+            .added
+            .iter()
+            .any(|(b, d, r)| *b == behavior && *d == to && same(r, &rule))
+        {
+            self.added.push((behavior, to, rule));
         }
     }
 
-    fn is_empty(&self) -> bool {
-        self.allow.is_empty() && self.deny.is_empty() && self.ask.is_empty() && self.dirs.is_empty()
+    fn remove(&mut self, behavior: RuleBehaviorName, rule: PermissionRule) {
+        self.added
+            .retain(|(b, _, r)| !(*b == behavior && same(r, &rule)));
+        if !self
+            .removed
+            .iter()
+            .any(|(b, r)| *b == behavior && same(r, &rule))
+        {
+            self.removed.push((behavior, rule));
+        }
     }
 }
 
@@ -66,9 +89,25 @@ impl Inner {
             return permissions;
         }
         let rules = std::sync::Arc::make_mut(&mut permissions.rules);
-        rules.allow.extend(session.allow.iter().cloned());
-        rules.deny.extend(session.deny.iter().cloned());
-        rules.ask.extend(session.ask.iter().cloned());
+        for (behavior, list) in [
+            (RuleBehaviorName::Allow, &mut rules.allow),
+            (RuleBehaviorName::Deny, &mut rules.deny),
+            (RuleBehaviorName::Ask, &mut rules.ask),
+        ] {
+            list.retain(|r| {
+                !session
+                    .removed
+                    .iter()
+                    .any(|(b, gone)| *b == behavior && same(r, gone))
+            });
+            list.extend(
+                session
+                    .added
+                    .iter()
+                    .filter(|(b, _, _)| *b == behavior)
+                    .map(|(_, _, r)| r.clone()),
+            );
+        }
         permissions
             .additional_directories
             .extend(session.dirs.iter().cloned());
@@ -100,27 +139,32 @@ impl Inner {
                 destination,
             } => {
                 let texts: Vec<String> = rules.iter().map(|r| r.to_rule_string()).collect();
-                let parsed = texts
-                    .iter()
-                    .map(|t| {
-                        PermissionRule::parse(t, RuleSource::Session)
-                            .map_err(|e| format!("permission rule {t:?} ignored: {e}"))
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
+                let parsed = parse_rules(&texts)?;
                 let replace = matches!(update, PermissionUpdate::ReplaceRules { .. });
+                let source = settings_source(*destination);
+                // What the file held before a replacement: those rules (read at launch)
+                // go out of effect now, as the file loses them.
+                let replaced = match (replace, source) {
+                    (true, Some(source)) => {
+                        parse_rules(&self.settings_rules(source, *behavior)).unwrap_or_default()
+                    }
+                    _ => Vec::new(),
+                };
                 {
                     let mut session = crate::sync::lock(&self.session_permissions);
-                    let list = session.list(*behavior);
                     if replace {
-                        list.clear();
-                    }
-                    for rule in parsed {
-                        if !list.contains(&rule) {
-                            list.push(rule);
+                        session
+                            .added
+                            .retain(|(b, d, _)| !(*b == *behavior && *d == *destination));
+                        for rule in replaced {
+                            session.remove(*behavior, rule);
                         }
                     }
+                    for rule in parsed {
+                        session.add(*behavior, *destination, rule);
+                    }
                 }
-                if let Some(source) = settings_source(*destination) {
+                if let Some(source) = source {
                     self.persist_rules(source, *behavior, &texts, replace)?;
                 }
                 Ok(())
@@ -133,11 +177,9 @@ impl Inner {
                 let texts: Vec<String> = rules.iter().map(|r| r.to_rule_string()).collect();
                 {
                     let mut session = crate::sync::lock(&self.session_permissions);
-                    session.list(*behavior).retain(|r| {
-                        !texts.iter().any(|t| {
-                            PermissionRule::parse(t, RuleSource::Session).as_ref() == Ok(r)
-                        })
-                    });
+                    for rule in parse_rules(&texts)? {
+                        session.remove(*behavior, rule);
+                    }
                 }
                 if let Some(source) = settings_source(*destination) {
                     let key = ["permissions", behavior_key(*behavior)];
@@ -186,7 +228,10 @@ impl Inner {
                 destination,
             } => {
                 let add = matches!(update, PermissionUpdate::AddDirectories { .. });
-                let resolved: Vec<PathBuf> = directories.iter().map(|d| self.cwd.join(d)).collect();
+                let resolved: Vec<PathBuf> = directories
+                    .iter()
+                    .map(|d| self.permissions.absolute_dir(d))
+                    .collect();
                 {
                     let mut session = crate::sync::lock(&self.session_permissions);
                     if add {
@@ -197,6 +242,19 @@ impl Inner {
                         }
                     } else {
                         session.dirs.retain(|d| !resolved.contains(d));
+                    }
+                }
+                {
+                    // Bash may now stay in (or must now leave) these directories too.
+                    let mut dirs = crate::sync::lock(&self.tool_context.working_dirs);
+                    if add {
+                        for d in &resolved {
+                            if !dirs.contains(d) {
+                                dirs.push(d.clone());
+                            }
+                        }
+                    } else {
+                        dirs.retain(|d| !resolved.contains(d));
                     }
                 }
                 if let Some(source) = settings_source(*destination) {
@@ -215,6 +273,23 @@ impl Inner {
                 Ok(())
             }
         }
+    }
+
+    /// The rules of one behavior a settings file holds now (none when it cannot be read).
+    fn settings_rules(&self, source: SettingsSource, behavior: RuleBehaviorName) -> Vec<String> {
+        let Ok(Some(doc)) = self.settings.read_source(source) else {
+            return Vec::new();
+        };
+        doc.get("permissions")
+            .and_then(|p| p.get(behavior_key(behavior)))
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     fn persist_rules(
@@ -247,4 +322,14 @@ impl Inner {
                 format!("the permission update was applied to this session but not saved: {e}")
             })
     }
+}
+
+fn parse_rules(texts: &[String]) -> Result<Vec<PermissionRule>, String> {
+    texts
+        .iter()
+        .map(|t| {
+            PermissionRule::parse(t, RuleSource::Session)
+                .map_err(|e| format!("permission rule {t:?} ignored: {e}"))
+        })
+        .collect()
 }

@@ -139,7 +139,8 @@ impl PermissionContext {
                 && super::matching::is_protected(p, &roots)
             {
                 return Err(format!(
-                    "{} requires approval: it edits {}, which changes what strata, git or                      the shell do (accept-edits mode does not cover it)",
+                    "{} requires approval: it edits {}, which changes what strata, git or the shell \
+                     do (accept-edits mode does not cover it)",
                     call.describe,
                     p.lexical.display()
                 ));

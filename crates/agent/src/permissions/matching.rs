@@ -145,9 +145,11 @@ pub(crate) fn is_inside(path: &ResolvedPath, dir: &Path) -> bool {
 /// Folders whose files configure tools that run code or grant permissions: an edit there
 /// can give the model more than an edit (a `.strata/settings.json` allowing Bash, a git
 /// hook, an editor task that runs on open).
-const PROTECTED_DIRS: [&str; 5] = [".git", ".strata", ".claude", ".vscode", ".idea"];
-/// Files that run commands or configure git for every later shell or repository.
-const PROTECTED_FILES: [&str; 10] = [
+const PROTECTED_DIRS: [&str; 6] = [".git", ".strata", ".claude", ".vscode", ".idea", ".husky"];
+/// Files that run commands or configure git for every later shell or repository
+/// (`.envrc`: direnv runs it on entering the directory).
+const PROTECTED_FILES: [&str; 11] = [
+    ".envrc",
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -169,14 +171,15 @@ pub(crate) fn is_protected(path: &ResolvedPath, roots: &[&Path]) -> bool {
     [&path.lexical, &path.real].into_iter().any(|p| {
         let file = p
             .file_name()
-            .is_some_and(|n| PROTECTED_FILES.iter().any(|f| n == *f));
+            .is_some_and(|n| PROTECTED_FILES.iter().any(|f| n.eq_ignore_ascii_case(f)));
         let in_dir = roots.iter().any(|root| {
             let root = files_normalize(root);
             [resolve_existing(&root), root].iter().any(|r| {
                 p.strip_prefix(r).is_ok_and(|rest| {
                     rest.components().any(|c| {
+                        // Case-insensitive: `.GIT` is `.git` on macOS and Windows.
                         matches!(c, std::path::Component::Normal(n)
-                            if PROTECTED_DIRS.iter().any(|d| n == *d))
+                            if PROTECTED_DIRS.iter().any(|d| n.eq_ignore_ascii_case(d)))
                     })
                 })
             })

@@ -145,7 +145,7 @@ impl PermissionContext {
         Ok((ctx, warnings))
     }
 
-    fn absolute_dir(&self, dir: &str) -> PathBuf {
+    pub(crate) fn absolute_dir(&self, dir: &str) -> PathBuf {
         let path = match (dir.strip_prefix("~/"), &self.home) {
             (Some(rest), Some(home)) => home.join(rest),
             _ => self.project_root.join(dir),

@@ -3,9 +3,14 @@
 //! `can_use_tool` request for the client to show ("always allow `npm test`").
 //!
 //! - A shell command of one simple command: allow its program with any arguments
-//!   (`Bash(npm:*)`), kept in the personal project settings. A compound command gets no
-//!   rule suggestion (one rule would not cover its parts).
-//! - A file edit: accept edits for the rest of the session (the mode, not a rule).
+//!   (`Bash(npm:*)`), kept in the personal project settings. When that would allow far
+//!   more than the call (a shell, `sudo`, `env`, an interpreter that runs code given on
+//!   its command line) or would not match the call (leading `VAR=value` assignments),
+//!   the exact command instead. A compound command gets no suggestion (one rule would
+//!   not cover its parts), nor does one that writes a file through a redirection.
+//! - A file edit inside the project: accept edits for the rest of the session. An edit
+//!   that accept-edits mode does not cover (outside the project, or a protected file):
+//!   allow edits of that one file for the session.
 //! - Any other tool: allow the tool, kept in the personal project settings.
 
 use serde_json::Value;
@@ -13,38 +18,78 @@ use strata_protocol::sdk::{
     PermissionRuleValue, PermissionUpdate, RuleBehaviorName, UpdateDestination,
 };
 
+use std::path::{Path, PathBuf};
+
+use super::PermissionContext;
+use super::matching::{ResolvedPath, is_inside, is_protected};
 use crate::tools::bash::shell::split_command;
 use crate::tools::{PermissionSubject, Tool};
 
-/// The updates to offer with a prompt for `tool` called with `input`.
-pub fn suggestions(tool: &dyn Tool, input: &Value) -> Vec<PermissionUpdate> {
-    let allow = |rule_content: Option<String>| PermissionUpdate::AddRules {
+/// Programs whose `program:*` rule would allow running anything at all.
+const TOO_BROAD: [&str; 22] = [
+    "bash", "sh", "zsh", "dash", "fish", "sudo", "doas", "su", "env", "xargs", "eval", "exec",
+    "nohup", "time", "timeout", "nice", "python", "python3", "node", "perl", "ruby", "deno",
+];
+
+/// The updates to offer with a prompt for `tool` called with `input` (relative paths
+/// resolved against `cwd`).
+pub fn suggestions(
+    tool: &dyn Tool,
+    input: &Value,
+    permissions: &PermissionContext,
+    cwd: &Path,
+) -> Vec<PermissionUpdate> {
+    let rule = |rule_content: Option<String>, destination| PermissionUpdate::AddRules {
         rules: vec![PermissionRuleValue {
             tool_name: tool.name().to_owned(),
             rule_content,
         }],
         behavior: RuleBehaviorName::Allow,
-        destination: UpdateDestination::LocalSettings,
+        destination,
     };
     match tool.permission_subject(input) {
         Some(PermissionSubject::Command(line)) => {
             let parts = split_command(&line);
-            match parts.as_slice() {
-                [one] if !one.writes_file => one
-                    .words
-                    .get(one.assignments)
-                    .map(|program| vec![allow(Some(format!("{program}:*")))])
-                    .unwrap_or_default(),
-                _ => Vec::new(),
+            let [one] = parts.as_slice() else {
+                return Vec::new();
+            };
+            if one.writes_file {
+                return Vec::new();
+            }
+            let Some(program) = one.words.get(one.assignments) else {
+                return Vec::new();
+            };
+            let content = if one.assignments > 0 || TOO_BROAD.contains(&program.as_str()) {
+                one.text.trim().to_owned()
+            } else {
+                format!("{program}:*")
+            };
+            vec![rule(Some(content), UpdateDestination::LocalSettings)]
+        }
+        Some(PermissionSubject::Path(p)) if !tool.is_read_only(input) => {
+            let resolved = ResolvedPath::new(&p, cwd);
+            let roots: Vec<&Path> = std::iter::once(permissions.project_root.as_path())
+                .chain(
+                    permissions
+                        .additional_directories
+                        .iter()
+                        .map(PathBuf::as_path),
+                )
+                .collect();
+            let covered =
+                roots.iter().any(|r| is_inside(&resolved, r)) && !is_protected(&resolved, &roots);
+            if covered {
+                vec![PermissionUpdate::SetMode {
+                    mode: "acceptEdits".to_owned(),
+                    destination: UpdateDestination::Session,
+                }]
+            } else {
+                // `//` marks an absolute path in a rule.
+                let path = format!("/{}", resolved.lexical.display());
+                vec![rule(Some(path), UpdateDestination::Session)]
             }
         }
-        Some(PermissionSubject::Path(_)) if !tool.is_read_only(input) => {
-            vec![PermissionUpdate::SetMode {
-                mode: "acceptEdits".to_owned(),
-                destination: UpdateDestination::Session,
-            }]
-        }
-        _ => vec![allow(None)],
+        _ => vec![rule(None, UpdateDestination::LocalSettings)],
     }
 }
 
@@ -63,36 +108,58 @@ mod tests {
 
     #[test]
     fn suggestions_fit_the_call() {
+        let ctx = PermissionContext::new("/p");
+        let cwd = Path::new("/p");
+        let s = |tool: &dyn Tool, input: Value| suggestions(tool, &input, &ctx, cwd);
         assert_eq!(
-            rule(&suggestions(
-                &Bash,
-                &json!({"command": "npm test -- --watch"})
-            ))
-            .as_deref(),
+            rule(&s(&Bash, json!({"command": "npm test -- --watch"}))).as_deref(),
             Some("Bash(npm:*)")
         );
+        // Regression: `FOO=1 cargo build` got `Bash(cargo:*)`, which does not match the
+        // call, and `bash -c …` got `Bash(bash:*)`, which allows anything.
         assert_eq!(
-            rule(&suggestions(
-                &Bash,
-                &json!({"command": "FOO=1 cargo build"})
-            ))
-            .as_deref(),
-            Some("Bash(cargo:*)")
+            rule(&s(&Bash, json!({"command": "FOO=1 cargo build"}))).as_deref(),
+            Some("Bash(FOO=1 cargo build)")
         );
-        assert!(suggestions(&Bash, &json!({"command": "make && rm -rf x"})).is_empty());
-        assert!(suggestions(&Bash, &json!({"command": "echo x > f"})).is_empty());
         assert_eq!(
-            suggestions(
+            rule(&s(&Bash, json!({"command": "bash -c 'make'"}))).as_deref(),
+            Some("Bash(bash -c 'make')")
+        );
+        assert_eq!(
+            rule(&s(&Bash, json!({"command": "python3 -c 'print(1)'"}))).as_deref(),
+            Some("Bash(python3 -c 'print(1)')")
+        );
+        assert!(s(&Bash, json!({"command": "make && rm -rf x"})).is_empty());
+        assert!(s(&Bash, json!({"command": "echo x > f"})).is_empty());
+        assert_eq!(
+            s(
                 &Edit,
-                &json!({"file_path": "/p/a.rs", "old_string": "a", "new_string": "b"})
+                json!({"file_path": "/p/a.rs", "old_string": "a", "new_string": "b"})
             ),
             [PermissionUpdate::SetMode {
                 mode: "acceptEdits".into(),
                 destination: UpdateDestination::Session
             }]
         );
+        // Accept-edits would not cover these: the one file is offered instead.
         assert_eq!(
-            rule(&suggestions(&Read, &json!({"file_path": "/etc/hosts"}))).as_deref(),
+            rule(&s(
+                &Edit,
+                json!({"file_path": "/p/.git/config", "old_string": "a", "new_string": "b"})
+            ))
+            .as_deref(),
+            Some("Edit(//p/.git/config)")
+        );
+        assert_eq!(
+            rule(&s(
+                &Edit,
+                json!({"file_path": "/etc/hosts", "old_string": "a", "new_string": "b"})
+            ))
+            .as_deref(),
+            Some("Edit(//etc/hosts)")
+        );
+        assert_eq!(
+            rule(&s(&Read, json!({"file_path": "/etc/hosts"}))).as_deref(),
             Some("Read")
         );
     }

@@ -114,7 +114,12 @@ async fn clear(
                     input: input.clone(),
                     tool_use_id: tool_use.id.clone(),
                     reason: reason.clone(),
-                    suggestions: crate::permissions::suggestions(tool.as_ref(), &input),
+                    suggestions: crate::permissions::suggestions(
+                        tool.as_ref(),
+                        &input,
+                        &permissions,
+                        &inner.tool_context.cwd(),
+                    ),
                 };
                 // An interrupt must not wait for an answer that may never come.
                 let answer = tokio::select! {

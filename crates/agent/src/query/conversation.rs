@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use strata_protocol::message::{ContentBlock, Message, MessageContent};
+use strata_protocol::message::{ContentBlock, Message, MessageContent, Role};
 
 /// The messages to send for `messages` (in conversation order).
 pub(crate) fn request_messages<'a>(
@@ -41,6 +41,14 @@ fn blank(block: &ContentBlock) -> bool {
     block.as_text().is_some_and(|t| t.trim().is_empty())
 }
 
+/// Whether `m` holds nothing but blank text (it would be left out whole).
+pub(crate) fn is_blank(m: &Message) -> bool {
+    match &m.content {
+        MessageContent::Text(t) => t.trim().is_empty(),
+        MessageContent::Blocks(b) => b.iter().all(blank),
+    }
+}
+
 fn needs_cleaning(m: &Message) -> bool {
     match &m.content {
         MessageContent::Text(t) => t.trim().is_empty(),
@@ -64,9 +72,16 @@ fn cleaned(m: &Message) -> Option<Message> {
     })
 }
 
-/// `next`'s blocks appended to `last`'s.
+/// `next`'s blocks appended to `last`'s. In a user message, text followed by another
+/// message's blocks gets a trailing `"\n"` (COMPAT.md rule 5), so a live request and the
+/// same conversation resumed are the same bytes (and hit the same prompt cache).
 fn merged(last: &Message, next: &Message) -> Message {
     let mut blocks = last.content.clone().into_blocks();
+    if last.role == Role::User
+        && let Some(ContentBlock::Text(t)) = blocks.last_mut()
+    {
+        t.text.push('\n');
+    }
     blocks.extend(next.content.clone().into_blocks());
     Message {
         role: last.role,
@@ -78,7 +93,6 @@ fn merged(last: &Message, next: &Message) -> Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_protocol::message::Role;
 
     fn arcs(ms: Vec<Message>) -> Vec<Arc<Message>> {
         ms.into_iter().map(Arc::new).collect()
@@ -111,8 +125,18 @@ mod tests {
         let out = request_messages(&ms);
         assert_eq!(
             texts(&out),
-            [(Role::User, vec!["one".into(), "two".into(), "three".into()])]
+            [(
+                Role::User,
+                vec!["one\n".into(), "two\n".into(), "three".into()]
+            )]
         );
+    }
+
+    #[test]
+    fn blank_prompts_are_recognised() {
+        assert!(is_blank(&Message::user_text("  \n")));
+        assert!(is_blank(&Message::blocks(Role::User, vec![])));
+        assert!(!is_blank(&Message::user_text("hi")));
     }
 
     #[test]

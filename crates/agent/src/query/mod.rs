@@ -121,6 +121,11 @@ async fn turn(
     cancel: &CancellationToken,
     run: &mut Run,
 ) -> Result<Outcome, String> {
+    // An empty prompt would be sent as nothing at all (requests leave blank text out)
+    // and refused by the API: it is refused here, before anything is recorded.
+    if conversation::is_blank(&prompt) {
+        return Err("the prompt is empty: nothing was asked".into());
+    }
     // The prompt: recorded, snapshotted for rewind, added to the conversation.
     let mode = inner.store.get().tool_permission_context.mode.to_string();
     let prompt_uuid = inner

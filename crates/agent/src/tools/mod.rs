@@ -161,8 +161,9 @@ pub struct ToolContext {
     /// The project root (for "inside the project" checks and relative paths).
     pub project_root: PathBuf,
     /// Directories outside the project a `cd` may stay in (the additional working
-    /// directories); a `cd` anywhere else is undone after the command.
-    pub working_dirs: Arc<[PathBuf]>,
+    /// directories, shared: ones added during the session count at once); a `cd`
+    /// anywhere else is undone after the command.
+    pub working_dirs: Arc<Mutex<Vec<PathBuf>>>,
     /// Cancelled when the turn is interrupted: long calls must stop promptly.
     pub cancel: CancellationToken,
     /// Environment variables applied to spawned processes on top of strata's own: the
@@ -191,7 +192,7 @@ impl ToolContext {
         Self {
             cwd: Arc::new(Mutex::new(project_root.clone())),
             project_root,
-            working_dirs: Arc::from([]),
+            working_dirs: Arc::default(),
             cancel: CancellationToken::new(),
             env: EnvOverlay::default(),
             hooks,

@@ -56,7 +56,7 @@ pub fn fork(config_dir: &Path, source: &Path, new_id: &str) -> Result<ForkOutcom
 /// resumed by its id afterwards.
 pub fn fork_to(source: &Path, new: &SessionLayout) -> Result<ForkOutcome, ResumeError> {
     let new_id = new.session_id.as_str();
-    if new_id.is_empty() || new_id.contains(['/', '\\']) {
+    if !is_plain_id(new_id) {
         return Err(ResumeError::InvalidId {
             id: new_id.to_owned(),
         });
@@ -74,8 +74,17 @@ pub fn fork_to(source: &Path, new: &SessionLayout) -> Result<ForkOutcome, Resume
     let t = Transcript::read(source)?;
     let entries_copied = copy_rewritten(&t, &target, new_id)?;
 
+    // The side folders are found by the old id, the file's name: one that is not a plain
+    // name (`...jsonl` has the stem `..`) names no folder of its own, and following it
+    // would link whatever lies above.
+    let side_folders = is_plain_id(&old.session_id);
     let mut subagents_copied = 0;
-    for (agent_id, path) in subagent_transcripts(source, &old.session_id) {
+    let subagents = if side_folders {
+        subagent_transcripts(source, &old.session_id)
+    } else {
+        Vec::new()
+    };
+    for (agent_id, path) in subagents {
         let Ok(sub) = Transcript::read(&path) else {
             continue;
         };
@@ -84,8 +93,12 @@ pub fn fork_to(source: &Path, new: &SessionLayout) -> Result<ForkOutcome, Resume
         copy_rewritten(&sub, &dest, new_id)?;
         subagents_copied += 1;
     }
-    let files_linked = link_all(&old.tool_results_dir(), &new.tool_results_dir())?
-        + link_all(&old.file_history_dir(), &new.file_history_dir())?;
+    let files_linked = if side_folders {
+        link_all(&old.tool_results_dir(), &new.tool_results_dir())?
+            + link_all(&old.file_history_dir(), &new.file_history_dir())?
+    } else {
+        0
+    };
     Ok(ForkOutcome {
         session_id: new_id.to_owned(),
         path: target,
@@ -94,6 +107,11 @@ pub fn fork_to(source: &Path, new: &SessionLayout) -> Result<ForkOutcome, Resume
         subagents_copied,
         files_linked,
     })
+}
+
+/// Whether `id` can name a session's files: not empty, not `.` or `..`, no separator.
+fn is_plain_id(id: &str) -> bool {
+    !id.is_empty() && id != "." && id != ".." && !id.contains(['/', '\\'])
 }
 
 /// Writes the readable lines of `t` to `dest` with `sessionId` set to `new_id`; the file
@@ -197,4 +215,39 @@ fn copy_file(src: &Path, dst: &Path) -> Result<(), ResumeError> {
         source,
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a transcript named `...jsonl` (stem `..`) made the fork link every file
+    /// of the folder above its side folders into the new session's history.
+    #[test]
+    fn a_file_whose_name_is_not_a_plain_id_brings_no_side_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = tmp.path().join("cfg");
+        let outside = tmp.path().join("a/b");
+        fs::create_dir_all(&outside).unwrap();
+        let source = outside.join("...jsonl");
+        fs::write(
+            &source,
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"x","message":{"role":"user","content":"hi"}}
+"#,
+        )
+        .unwrap();
+        // What `..` would have reached: `<a>/tool-results/…`.
+        fs::create_dir_all(tmp.path().join("a/tool-results")).unwrap();
+        fs::write(tmp.path().join("a/tool-results/secret.txt"), "x").unwrap();
+        let new = SessionLayout {
+            project_dir: config.join("projects/-p"),
+            session_id: "new".into(),
+            config_dir: config.clone(),
+        };
+        let outcome = fork_to(&source, &new).unwrap();
+        assert_eq!(outcome.entries_copied, 1);
+        assert_eq!(outcome.files_linked, 0);
+        assert!(!new.tool_results_dir().exists());
+        assert!(!is_plain_id("..") && !is_plain_id("") && is_plain_id("abc-1"));
+    }
 }

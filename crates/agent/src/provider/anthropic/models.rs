@@ -56,8 +56,18 @@ pub(crate) fn limits(model: &str) -> Limits {
         return limits(4_096, false);
     }
     // Claude 4 and later (`claude-opus-4-6`, `claude-sonnet-4-5`, `claude-haiku-4-5`).
-    if m.contains("opus-4-0") || m.contains("opus-4-1") || m.ends_with("opus-4") {
-        return limits(32_000, true);
+    if let Some(at) = m.find("opus-4") {
+        // Opus 4 and 4.1 (`claude-opus-4-20250514`, `claude-opus-4-1-…`, `…opus-4-0`):
+        // the minor version is one or two digits; a date is not one.
+        let minor: String = m[at + "opus-4".len()..]
+            .strip_prefix('-')
+            .unwrap_or("")
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if minor.len() > 2 || matches!(minor.as_str(), "" | "0" | "1") {
+            return limits(32_000, true);
+        }
     }
     limits(64_000, true)
 }
@@ -87,6 +97,8 @@ mod tests {
         assert_eq!(l("claude-3-haiku-20240307"), (4_096, false));
         assert_eq!(l("claude-3-7-sonnet-20250219"), (64_000, true));
         assert_eq!(l("claude-opus-4-1-20250805"), (32_000, true));
+        assert_eq!(l("claude-opus-4-20250514"), (32_000, true));
+        assert_eq!(l("claude-opus-4-0"), (32_000, true));
         assert_eq!(l("claude-opus-4-6"), (64_000, true));
         assert_eq!(
             l("us.anthropic.claude-sonnet-4-5-20250929-v1:0"),

@@ -155,8 +155,9 @@ fn inside_working_dirs(dir: &std::path::Path, ctx: &ToolContext) -> bool {
     let resolve =
         |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let dir = resolve(dir);
+    let extra = crate::sync::lock(&ctx.working_dirs).clone();
     std::iter::once(&ctx.project_root)
-        .chain(ctx.working_dirs.iter())
+        .chain(extra.iter())
         .any(|root| dir.starts_with(resolve(root)))
 }
 
