@@ -85,6 +85,74 @@ fn compound_bash_is_allowed_only_if_every_part_is() {
     );
 }
 
+/// Regression: commands hidden where the lexer did not look ran under `Bash(echo:*)`:
+/// substitutions inside `${…}` and `$((…))`, a `}` in quotes ending `${…}` early, an
+/// expanded here-document body, and writes through `>&file` and `<>`.
+#[test]
+fn hidden_commands_and_writes_are_not_covered_by_a_prefix_rule() {
+    let e = env();
+    let allow: &[&str] = &["Bash(echo:*)", "Bash(cat:*)"];
+    let r = |name, cmd: &str, want| Row {
+        allow,
+        ..row(name, Default, &Bash, bash(cmd), want)
+    };
+    run(
+        &e,
+        vec![
+            r(
+                "default value substitution",
+                "echo ${x:-$(touch p1)}",
+                Want::Ask,
+            ),
+            r(
+                "quoted default substitution",
+                "echo \"${x:-$(touch p2)}\"",
+                Want::Ask,
+            ),
+            r(
+                "assign default backticks",
+                "echo ${x:=`touch p3`}",
+                Want::Ask,
+            ),
+            r(
+                "arithmetic substitution",
+                "echo $(( $(touch p4) + 1 ))",
+                Want::Ask,
+            ),
+            r(
+                "array index substitution",
+                "echo $(( a[$(touch p5)] ))",
+                Want::Ask,
+            ),
+            r(
+                "double-quoted brace",
+                "echo ${x:-\"}\"}; touch p6",
+                Want::Ask,
+            ),
+            r("single-quoted brace", "echo ${x:-'}'}; touch p7", Want::Ask),
+            r(
+                "expanded heredoc body",
+                "cat <<EOF\n$(touch p8)\nEOF",
+                Want::Ask,
+            ),
+            r(
+                "literal heredoc body",
+                "cat <<'EOF'\n$(touch p9)\nEOF",
+                Want::Allow,
+            ),
+            r(
+                "redirect to a file with >&",
+                "echo hi >& out.txt",
+                Want::Ask,
+            ),
+            r("read-write open", "cat x 0<>out.txt", Want::Ask),
+            r("descriptor duplication", "echo hi >&2", Want::Allow),
+            r("plain arithmetic", "echo $((1 + 2))", Want::Allow),
+            r("plain parameter default", "echo ${HOME:-/tmp}", Want::Allow),
+        ],
+    );
+}
+
 #[test]
 fn compound_bash_is_denied_if_any_part_is() {
     let e = env();

@@ -56,6 +56,7 @@ pub fn split_command(line: &str) -> Vec<SimpleCommand> {
         src: line,
         pos: 0,
         heredocs: Vec::new(),
+        in_double: false,
     };
     let mut out = Vec::new();
     lexer.list(&mut out, None);
@@ -75,6 +76,9 @@ enum Target {
     Output,
     /// The next word is a descriptor (`>&2`) or an input file.
     Ignore,
+    /// After `>&`: a descriptor when it is digits or `-` (`>&2`), else a file (`>&out`
+    /// writes `out`, like `&>`).
+    DescriptorOrOutput,
     /// The next word is a here-document delimiter (`strip_tabs` for `<<-`).
     Heredoc {
         strip_tabs: bool,
@@ -113,8 +117,11 @@ impl Cmd {
 struct Lexer<'a> {
     src: &'a str,
     pos: usize,
-    /// Here-documents whose bodies start after the next newline.
-    heredocs: Vec<(String, bool)>,
+    /// Here-documents whose bodies start after the next newline: delimiter, `<<-`, and
+    /// whether the delimiter was quoted (a literal body).
+    heredocs: Vec<(String, bool, bool)>,
+    /// Inside `"…"`, where a single quote is an ordinary character.
+    in_double: bool,
 }
 
 impl Lexer<'_> {
@@ -158,7 +165,7 @@ impl Lexer<'_> {
                     self.finish_word(&mut cmd, &mut word);
                     self.finish_cmd(out, &mut cmd, at);
                     if c == '\n' {
-                        self.skip_heredoc_bodies();
+                        self.skip_heredoc_bodies(out);
                     }
                 }
                 '|' => {
@@ -289,6 +296,12 @@ impl Lexer<'_> {
 
     /// The inside of `"…"` (the opening quote consumed): escapes and substitutions.
     fn double_quoted(&mut self, out: &mut Vec<SimpleCommand>, w: &mut Word) {
+        let outer = std::mem::replace(&mut self.in_double, true);
+        self.double_quoted_body(out, w);
+        self.in_double = outer;
+    }
+
+    fn double_quoted_body(&mut self, out: &mut Vec<SimpleCommand>, w: &mut Word) {
         while let Some(c) = self.peek() {
             match c {
                 '"' => {
@@ -323,32 +336,63 @@ impl Lexer<'_> {
             self.bump();
             self.list(out, Some('`'));
         } else if self.peek_at(1) == Some('(') && self.peek_at(2) == Some('(') {
-            // Arithmetic: no commands inside; skip to the balancing `))`.
+            // Arithmetic: skipped to the balancing `))`, but substitutions inside it
+            // (`$(( a[$(cmd)] ))`) run, so their commands are reported.
             self.bump();
-            self.skip_balanced('(', ')');
+            self.skip_expansion(out, '(', ')');
         } else if self.peek_at(1) == Some('(') {
             self.bump();
             self.bump();
             self.list(out, Some(')'));
         } else if self.peek_at(1) == Some('{') {
+            // `${x:-…}`: the default may hold quotes (`${x:-"}"}`) and substitutions.
             self.bump();
-            self.skip_balanced('{', '}');
+            self.skip_expansion(out, '{', '}');
         } else {
             self.bump();
         }
         w.text.push_str(&self.src[from..self.pos]);
     }
 
-    /// Skips from an `open` character to its balancing `close`.
-    fn skip_balanced(&mut self, open: char, close: char) {
+    /// Skips from an `open` character to its balancing `close`, as bash reads a `${…}` or
+    /// `$((…))`: quotes hide brackets (`${x:-"}"}`), and the commands of substitutions
+    /// inside (`${x:-$(cmd)}`) are reported like any other.
+    fn skip_expansion(&mut self, out: &mut Vec<SimpleCommand>, open: char, close: char) {
         let mut depth = 0usize;
-        while let Some(c) = self.bump() {
-            if c == open {
-                depth += 1;
-            } else if c == close {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return;
+        let mut scratch = Word {
+            start: self.pos,
+            text: String::new(),
+        };
+        while let Some(c) = self.peek() {
+            match c {
+                '\\' => {
+                    self.bump();
+                    self.bump();
+                }
+                '\'' if !self.in_double => {
+                    self.bump();
+                    while let Some(c) = self.bump() {
+                        if c == '\'' {
+                            break;
+                        }
+                    }
+                }
+                '"' => {
+                    self.bump();
+                    self.double_quoted(out, &mut scratch);
+                }
+                '`' => self.dollar_or_backtick(out, &mut scratch),
+                '$' if depth > 0 => self.dollar_or_backtick(out, &mut scratch),
+                _ => {
+                    self.bump();
+                    if c == open {
+                        depth += 1;
+                    } else if c == close {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return;
+                        }
+                    }
                 }
             }
         }
@@ -374,7 +418,7 @@ impl Lexer<'_> {
             }
             if self.peek() == Some('&') {
                 self.bump();
-                cmd.target = Target::Ignore; // `>&2`: a descriptor
+                cmd.target = Target::DescriptorOrOutput; // `>&2`, or `>&file`
             } else {
                 cmd.target = Target::Output;
             }
@@ -391,9 +435,12 @@ impl Lexer<'_> {
                 }
                 _ => cmd.target = Target::Heredoc { strip_tabs: false },
             }
+        } else if self.peek() == Some('>') {
+            self.bump(); // `<>`: opened for reading and writing, created if missing
+            cmd.target = Target::Output;
         } else {
-            if matches!(self.peek(), Some('&' | '>')) {
-                self.bump(); // `<&0`, `<>`
+            if self.peek() == Some('&') {
+                self.bump(); // `<&0`
             }
             cmd.target = Target::Ignore;
         }
@@ -409,8 +456,18 @@ impl Lexer<'_> {
                     cmd.writes_file = true;
                 }
             }
+            Target::DescriptorOrOutput => {
+                if !(w.text == "-" || w.text.chars().all(|c| c.is_ascii_digit())) {
+                    cmd.writes_file = true;
+                }
+            }
             Target::Ignore => {}
-            Target::Heredoc { strip_tabs } => self.heredocs.push((w.text, strip_tabs)),
+            Target::Heredoc { strip_tabs } => {
+                // `<<'EOF'` or `<<"EOF"` or `<<\EOF`: the body is taken literally;
+                // otherwise bash expands it, substitutions included.
+                let quoted = self.src[w.start..self.pos].contains(['\'', '"', '\\']);
+                self.heredocs.push((w.text, strip_tabs, quoted));
+            }
         }
     }
 
@@ -443,8 +500,11 @@ impl Lexer<'_> {
     }
 
     /// After a newline: the bodies of pending here-documents are data; skip them.
-    fn skip_heredoc_bodies(&mut self) {
-        for (delim, strip_tabs) in std::mem::take(&mut self.heredocs) {
+    /// Passes over the bodies of the pending here-documents; the commands of
+    /// substitutions in a body that bash expands (`$(cmd)` in an unquoted `<<EOF`) are
+    /// reported.
+    fn skip_heredoc_bodies(&mut self, out: &mut Vec<SimpleCommand>) {
+        for (delim, strip_tabs, quoted) in std::mem::take(&mut self.heredocs) {
             while self.pos < self.src.len() {
                 let rest = &self.src[self.pos..];
                 let line_end = rest.find('\n').map_or(rest.len(), |i| i + 1);
@@ -458,8 +518,27 @@ impl Lexer<'_> {
                 if line == delim {
                     break;
                 }
+                if !quoted && line.contains(['$', '`']) {
+                    body_substitutions(line, out);
+                }
             }
         }
+    }
+}
+
+/// The commands of the substitutions in one line of an expanded here-document body:
+/// read as the inside of double quotes, where a `"` is an ordinary character.
+fn body_substitutions(line: &str, out: &mut Vec<SimpleCommand>) {
+    let mut sub = Lexer {
+        src: line,
+        pos: 0,
+        heredocs: Vec::new(),
+        in_double: true,
+    };
+    let mut scratch = Word::default();
+    while sub.pos < line.len() {
+        sub.double_quoted_body(out, &mut scratch);
+        sub.bump(); // the `"` it stopped at, or nothing at the end
     }
 }
 
