@@ -690,14 +690,19 @@ async fn rewind_files_restores_the_files_a_turn_changed() {
     server.push(Reply::new().text("Changed it."));
     let mut s = Driver::start(&env, &server, &["--permission-mode", "acceptEdits"]);
     s.next().await;
-    s.prompt("change notes.txt").await;
+    // Regression: the uuid a client gives its prompt was dropped, so a client could not
+    // name the prompt to rewind to. It is the uuid the prompt is recorded under.
+    let prompt_uuid = "4a5e1f0c-3b8d-4c2a-9e7f-1d2c3b4a5f60".to_owned();
+    let line = json!({"type": "user", "uuid": prompt_uuid, "session_id": "",
+        "parent_tool_use_id": null, "message": {"role": "user", "content": "change notes.txt"}});
+    s.send(&line.to_string()).await;
     assert_eq!(s.result().await["subtype"], "success");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "changed\n");
     let (_, lines) = env.transcripts().remove(0);
-    let prompt_uuid = lines.iter().find(|l| l["type"] == "user").unwrap()["uuid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    assert_eq!(
+        lines.iter().find(|l| l["type"] == "user").unwrap()["uuid"],
+        prompt_uuid.as_str()
+    );
 
     s.control(
         "dry",

@@ -231,8 +231,21 @@ impl Engine {
     /// returns the `result` message (also emitted). An interrupted turn is recorded and
     /// the session stays resumable.
     pub async fn run_prompt(&self, prompt: Message, cancel: CancellationToken) -> ResultMessage {
+        self.run_prompt_with_uuid(prompt, None, cancel).await
+    }
+
+    /// [`run_prompt`](Self::run_prompt), recording the prompt under `uuid` when it is a
+    /// UUID (an SDK client names its prompts, then rewinds files to one of them with
+    /// `rewind_files`); another value is ignored and a new uuid used.
+    pub async fn run_prompt_with_uuid(
+        &self,
+        prompt: Message,
+        uuid: Option<String>,
+        cancel: CancellationToken,
+    ) -> ResultMessage {
+        let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
-        let result = crate::query::run_turn(&self.inner, prompt, cancel).await;
+        let result = crate::query::run_turn(&self.inner, prompt, uuid, cancel).await;
         lock(&self.inner.current_turn).take();
         result
     }

@@ -32,6 +32,8 @@ pub(crate) struct UserLine {
     pub(crate) source_assistant_uuid: Option<String>,
     /// The permission mode at the time (written on prompts, as the reference does).
     pub(crate) permission_mode: Option<String>,
+    /// The line's uuid when the caller chose it (a client's prompt uuid); else a new one.
+    pub(crate) uuid: Option<String>,
 }
 
 impl Recorder {
@@ -56,7 +58,10 @@ impl Recorder {
     /// Appends a user line; returns its uuid.
     pub(crate) fn user(&self, message: Message, line: UserLine) -> Result<String, WriterError> {
         let mut leaf = lock(&self.leaf);
-        let envelope = self.envelope(leaf.clone());
+        let mut envelope = self.envelope(leaf.clone());
+        if let Some(chosen) = line.uuid {
+            envelope.uuid = chosen;
+        }
         let uuid = envelope.uuid.clone();
         let mut extra = Map::new();
         if let Some(mode) = line.permission_mode {

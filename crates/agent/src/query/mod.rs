@@ -69,11 +69,12 @@ enum Outcome {
 pub(crate) async fn run_turn(
     inner: &Inner,
     prompt: Message,
+    prompt_uuid: Option<String>,
     cancel: CancellationToken,
 ) -> ResultMessage {
     let started = Instant::now();
     let mut run = Run::default();
-    let outcome = match turn(inner, prompt, &cancel, &mut run).await {
+    let outcome = match turn(inner, prompt, prompt_uuid, &cancel, &mut run).await {
         Ok(outcome) => outcome,
         Err(message) => {
             run.errors.push(message);
@@ -118,6 +119,7 @@ pub(crate) async fn run_turn(
 async fn turn(
     inner: &Inner,
     prompt: Message,
+    chosen_uuid: Option<String>,
     cancel: &CancellationToken,
     run: &mut Run,
 ) -> Result<Outcome, String> {
@@ -134,6 +136,7 @@ async fn turn(
             prompt.clone(),
             UserLine {
                 permission_mode: Some(mode),
+                uuid: chosen_uuid,
                 ..UserLine::default()
             },
         )
@@ -198,7 +201,7 @@ async fn turn(
                             .line_uuids
                             .get(&result.tool_use_id)
                             .cloned(),
-                        permission_mode: None,
+                        ..UserLine::default()
                     },
                 )
                 .map_err(|e| format!("a tool result could not be recorded: {e}"))?;

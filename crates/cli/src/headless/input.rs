@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 /// One meaningful input line.
 #[derive(Debug)]
 pub(crate) enum Input {
-    /// A prompt to run after the ones before it.
-    Prompt(Message),
+    /// A prompt to run after the ones before it, with the uuid the client gave it.
+    Prompt(Message, Option<String>),
     /// A request to answer now.
     Control(ControlRequest),
     /// A control request whose body did not parse: answer it with an error.
@@ -112,7 +112,7 @@ pub(crate) fn parse_line(bytes: &[u8]) -> Result<Option<Input>, String> {
             if empty {
                 return Err("a user message needs some content (it was empty)".into());
             }
-            Ok(Some(Input::Prompt(user.message)))
+            Ok(Some(Input::Prompt(user.message, user.uuid)))
         }
         "control_request" => {
             let Some(request_id) = value.get("request_id").and_then(Value::as_str) else {
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn user_lines_become_prompts() {
-        let Ok(Some(Input::Prompt(m))) = parse(
+        let Ok(Some(Input::Prompt(m, _))) = parse(
             r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]},"parent_tool_use_id":null}"#,
         ) else {
             panic!()

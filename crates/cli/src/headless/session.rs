@@ -183,14 +183,14 @@ async fn stream(
 ) -> anyhow::Result<Option<ResultMessage>> {
     let mut inputs = input::spawn_reader()?;
     let mut input_open = true;
-    let mut queue: VecDeque<Message> = VecDeque::new();
+    let mut queue: VecDeque<(Message, Option<String>)> = VecDeque::new();
     let mut running: Option<(JoinHandle<ResultMessage>, CancellationToken)> = None;
     let mut last = None;
     let mut rejected = 0usize;
     loop {
         if running.is_none()
             && !session.is_cancelled()
-            && let Some(prompt) = queue.pop_front()
+            && let Some((prompt, uuid)) = queue.pop_front()
         {
             let turn = session.child_token();
             let engine = engine.clone();
@@ -198,7 +198,8 @@ async fn stream(
             if let Some(p) = &prompts {
                 p.set_turn(Some(turn.clone()));
             }
-            let task = tokio::spawn(async move { engine.run_prompt(prompt, token).await });
+            let task =
+                tokio::spawn(async move { engine.run_prompt_with_uuid(prompt, uuid, token).await });
             running = Some((task, turn));
         }
         if running.is_none() && (!input_open || session.is_cancelled()) {
@@ -231,7 +232,7 @@ async fn stream(
                         p.close();
                     }
                 }
-                Some(Input::Prompt(message)) => queue.push_back(message),
+                Some(Input::Prompt(message, uuid)) => queue.push_back((message, uuid)),
                 Some(Input::Rejected) => rejected += 1,
                 Some(Input::Control(request)) => {
                     let turn = running.as_ref().map(|(_, t)| t);
