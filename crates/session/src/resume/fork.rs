@@ -166,14 +166,20 @@ fn copy_rewritten(t: &Transcript, dest: &Path, new_id: &str) -> Result<usize, Re
     }
 }
 
+/// Creates `dir` and its missing parents, private (0700) like every folder strata makes
+/// for a session: they hold copies of the user's files and tool outputs.
 fn mkdirs(dir: Option<&Path>) -> Result<(), ResumeError> {
-    match dir {
-        Some(d) => fs::create_dir_all(d).map_err(|source| ResumeError::Io {
-            path: d.to_path_buf(),
-            source,
-        }),
-        None => Ok(()),
-    }
+    let Some(d) = dir else {
+        return Ok(());
+    };
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(d).map_err(|source| ResumeError::Io {
+        path: d.to_path_buf(),
+        source,
+    })
 }
 
 /// Hard-links (or copies) every file of `from` into `to`; returns how many.
@@ -249,5 +255,18 @@ mod tests {
         assert_eq!(outcome.files_linked, 0);
         assert!(!new.tool_results_dir().exists());
         assert!(!is_plain_id("..") && !is_plain_id("") && is_plain_id("abc-1"));
+    }
+
+    /// The fork's folders are private like the original's (they hold backups of the
+    /// user's files).
+    #[test]
+    #[cfg(unix)]
+    fn fork_folders_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("file-history/new");
+        mkdirs(Some(&dir)).unwrap();
+        let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
     }
 }
