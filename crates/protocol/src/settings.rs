@@ -4,7 +4,7 @@
 //! managed). strata types the keys it acts on and keeps everything else as JSON, in the
 //! order it was read, so a file written by another program (or a newer strata) survives a
 //! round trip with its meaning and key order intact. Reading a file with a known key of the
-//! wrong shape fails at that key (see [`ordered`]), which is how files are validated.
+//! wrong shape fails at that key (see `ordered`), which is how files are validated.
 //!
 //! Known keys: `model`, `permissions` ([`PermissionsSettings`]), `env`, `apiKeyHelper`,
 //! `cleanupPeriodDays`, `alwaysThinkingEnabled`, `fastMode`.

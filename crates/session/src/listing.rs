@@ -6,7 +6,7 @@
 //! times, and a count of messages. Two things make it fast:
 //!
 //! - **Reading little.** Each line is classified from its first keys only
-//!   ([`crate::reader::line::scan_head`]): the reference writer (and strata's) puts
+//!   (`reader::line::scan_head`): the reference writer (and strata's) puts
 //!   `type` before the bulk of every line except assistant lines, whose `message` comes
 //!   first. Only the few lines that carry what the listing shows are scanned further.
 //! - **Reading once.** Transcripts are append-only, so each project folder keeps an index

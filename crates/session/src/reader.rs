@@ -1,12 +1,12 @@
 //! Streaming, loss-tolerant reading of a transcript file.
 //!
-//! Every line is scanned once by a structural scanner ([`scan`]) that records where it is
+//! Every line is scanned once by a structural scanner (`scan`) that records where it is
 //! and the few fields the chain needs ([`line`]). For resume the file is streamed in
 //! chunks on two threads (one per half) and only what resume uses is kept: ids, flags,
 //! timestamps and the message bodies of user and assistant lines; tool outputs and
 //! progress payloads (most of a transcript's bytes) are dropped as soon as they are
 //! scanned, so memory stays well under the file's size. A large file is read from its
-//! last compact boundary on ([`boundary`]): before it, only metadata and assistant lines
+//! last compact boundary on (`boundary`): before it, only metadata and assistant lines
 //! (for titles and cost) are read in full.
 //!
 //! Bad input never fails the whole file: a line that is not JSON is skipped and reported

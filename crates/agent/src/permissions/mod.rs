@@ -24,8 +24,8 @@
 //!
 //! Rule names follow the reference agent: `Edit(…)` rules apply to every tool that
 //! edits a file at a path (Edit, Write), `Read(…)` rules to every tool that reads one
-//! (Read, Glob, Grep). See [`matching`] for the pattern syntax. Modes and the bypass
-//! gate are in [`mode`].
+//! (Read, Glob, Grep). See `matching` for the pattern syntax. Modes and the bypass
+//! gate are in `mode`.
 
 mod decide;
 mod denials;
