@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::diff::diff;
-use super::files::{absolute_path, blocking, check_fresh, record_read};
+use super::files::{absolute_path, blocking_checked, check_fresh, record_read};
 use super::input::{invalid, parse};
 use super::read::path_subject;
 use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput};
@@ -100,12 +100,8 @@ impl Tool for Edit {
 
     fn call<'a>(&'a self, call: ToolCall, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let checked = match check(&call.input) {
-                Ok(c) => c,
-                Err(err) => return err,
-            };
             let ctx2 = ctx.clone();
-            blocking(move || edit_file(checked, &ctx2)).await
+            blocking_checked(check(&call.input), move |c| edit_file(c, &ctx2)).await
         })
     }
 }

@@ -135,6 +135,19 @@ where
     }
 }
 
+/// A file tool's call: the input's check, then `work` on what it checked, off the async
+/// executor. A failed check is the result as it is.
+pub(crate) async fn blocking_checked<C, F>(checked: Result<C, ToolOutput>, work: F) -> ToolOutput
+where
+    C: Send + 'static,
+    F: FnOnce(C) -> ToolOutput + Send + 'static,
+{
+    match checked {
+        Ok(c) => blocking(move || work(c)).await,
+        Err(err) => err,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

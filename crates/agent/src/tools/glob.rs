@@ -16,9 +16,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::files::{blocking, normalize};
+use super::files::{blocking_checked, normalize};
 use super::input::{invalid, parse};
-use super::output::cap;
 use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput};
 
 /// At most this many paths are returned.
@@ -144,18 +143,13 @@ impl Tool for Glob {
 
     fn call<'a>(&'a self, call: ToolCall, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let checked = match check(&call.input, &ctx.cwd()) {
-                Ok(c) => c,
-                Err(err) => return err,
-            };
             let cancel = ctx.cancel.clone();
-            let out = blocking(move || glob_files(&checked, &cancel)).await;
+            let out = blocking_checked(check(&call.input, &ctx.cwd()), move |c| {
+                glob_files(&c, &cancel)
+            })
+            .await;
             // Cap the listing (long paths times 100) like any other output.
-            let capped = cap(out.content, &call.id, ctx.hooks.as_ref());
-            ToolOutput {
-                content: capped.text,
-                ..out
-            }
+            out.capped(&call.id, ctx.hooks.as_ref())
         })
     }
 }

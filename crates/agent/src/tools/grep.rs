@@ -19,10 +19,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::files::{blocking, normalize};
+use super::files::{blocking_checked, normalize};
 use super::glob::{search_subject, walker};
 use super::input::{invalid, parse};
-use super::output::{cap, truncate_line};
+use super::output::truncate_line;
 use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput};
 
 /// Matching lines longer than this are cut in `content` output.
@@ -188,17 +188,10 @@ impl Tool for Grep {
 
     fn call<'a>(&'a self, call: ToolCall, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let checked = match check(&call.input, &ctx.cwd()) {
-                Ok(c) => c,
-                Err(err) => return err,
-            };
             let cancel = ctx.cancel.clone();
-            let out = blocking(move || grep(&checked, &cancel)).await;
-            let capped = cap(out.content, &call.id, ctx.hooks.as_ref());
-            ToolOutput {
-                content: capped.text,
-                ..out
-            }
+            let out =
+                blocking_checked(check(&call.input, &ctx.cwd()), move |c| grep(&c, &cancel)).await;
+            out.capped(&call.id, ctx.hooks.as_ref())
         })
     }
 }

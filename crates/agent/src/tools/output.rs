@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use super::ToolHooks;
+use super::{ToolHooks, ToolOutput};
 
 /// How many characters of a tool result stay inline.
 pub const MAX_INLINE_OUTPUT_CHARS: usize = 30_000;
@@ -23,6 +23,17 @@ pub(crate) struct Capped {
 /// Caps `content` at [`MAX_INLINE_OUTPUT_CHARS`], offloading the full text when cut.
 pub(crate) fn cap(content: String, tool_use_id: &str, hooks: &dyn ToolHooks) -> Capped {
     cap_at(content, MAX_INLINE_OUTPUT_CHARS, tool_use_id, hooks)
+}
+
+impl ToolOutput {
+    /// This output with its content capped by [`cap`] (stored aside when long).
+    pub(crate) fn capped(self, tool_use_id: &str, hooks: &dyn ToolHooks) -> ToolOutput {
+        let capped = cap(self.content, tool_use_id, hooks);
+        ToolOutput {
+            content: capped.text,
+            ..self
+        }
+    }
 }
 
 pub(crate) fn cap_at(

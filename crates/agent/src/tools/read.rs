@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::files::{ReadStamp, absolute_path, blocking};
+use super::files::{ReadStamp, absolute_path, blocking_checked};
 use super::input::{invalid, parse};
 use super::output::truncate_line;
 use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput, lock};
@@ -109,12 +109,8 @@ impl Tool for Read {
 
     fn call<'a>(&'a self, call: ToolCall, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let checked = match check(&call.input) {
-                Ok(c) => c,
-                Err(err) => return err,
-            };
             let ctx2 = ctx.clone();
-            blocking(move || read_file(&checked, &ctx2)).await
+            blocking_checked(check(&call.input), move |c| read_file(&c, &ctx2)).await
         })
     }
 }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::diff::diff;
-use super::files::{absolute_path, blocking, check_fresh, record_read};
+use super::files::{absolute_path, blocking_checked, check_fresh, record_read};
 use super::input::parse;
 use super::read::path_subject;
 use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput};
@@ -78,12 +78,11 @@ impl Tool for Write {
 
     fn call<'a>(&'a self, call: ToolCall, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let (path, content) = match check(&call.input) {
-                Ok(c) => c,
-                Err(err) => return err,
-            };
             let ctx2 = ctx.clone();
-            blocking(move || write_file(path, &content, &ctx2)).await
+            blocking_checked(check(&call.input), move |(path, content)| {
+                write_file(path, &content, &ctx2)
+            })
+            .await
         })
     }
 }
