@@ -24,7 +24,7 @@ use strata_protocol::message::{ContentBlock, Message, MessageContent};
 use tokio_util::sync::CancellationToken;
 
 use super::retry::RetryPolicy;
-use super::transport::{HttpCall, http_client, sse_stream};
+use super::transport::{Endpoint, http_client};
 use super::{EventStream, ModelRequest, Provider, ProviderError, ToolDefinition};
 
 /// Where the Messages API is when `ANTHROPIC_BASE_URL` is not set.
@@ -108,9 +108,7 @@ impl AnthropicConfig {
 #[derive(Debug)]
 pub struct AnthropicProvider {
     config: AnthropicConfig,
-    url: String,
-    headers: HeaderMap,
-    client: reqwest::Client,
+    endpoint: Endpoint,
 }
 
 impl AnthropicProvider {
@@ -139,13 +137,15 @@ impl AnthropicProvider {
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(API_VERSION),
         );
-        let url = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
-        Ok(Self {
+        let endpoint = Endpoint {
+            provider: NAME,
             client: http_client(NAME)?,
-            config,
-            url,
+            url: format!("{}/v1/messages", config.base_url.trim_end_matches('/')),
             headers,
-        })
+            policy: config.retry,
+            read_error: decode::read_error,
+        };
+        Ok(Self { config, endpoint })
     }
 
     /// The configuration in use.
@@ -155,7 +155,7 @@ impl AnthropicProvider {
 
     /// The URL requests go to.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.endpoint.url
     }
 }
 
@@ -165,20 +165,9 @@ impl Provider for AnthropicProvider {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream {
-        let body = match request_body(request, self.config.prompt_caching) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(futures::stream::once(async move { Err(e) })),
-        };
-        let call = HttpCall {
-            provider: NAME,
-            client: self.client.clone(),
-            url: self.url.clone(),
-            headers: self.headers.clone(),
-            body,
-            policy: self.config.retry,
-            read_error: decode::read_error,
-        };
-        sse_stream(call, decode::AnthropicDecoder::default, cancel)
+        let body = request_body(request, self.config.prompt_caching);
+        self.endpoint
+            .stream(body, decode::AnthropicDecoder::default, cancel)
     }
 
     fn default_model(&self) -> Option<&str> {

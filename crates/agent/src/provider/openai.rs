@@ -21,7 +21,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use super::retry::RetryPolicy;
-use super::transport::{HttpCall, http_client, sse_stream};
+use super::transport::{Endpoint, http_client};
 use super::{EventStream, ModelRequest, Provider, ProviderError};
 
 /// Where the API is when `OPENAI_BASE_URL` is not set.
@@ -99,9 +99,7 @@ impl OpenAiConfig {
 #[derive(Debug)]
 pub struct OpenAiProvider {
     config: OpenAiConfig,
-    url: String,
-    headers: HeaderMap,
-    client: reqwest::Client,
+    endpoint: Endpoint,
 }
 
 impl OpenAiProvider {
@@ -120,13 +118,15 @@ impl OpenAiProvider {
             v.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, v);
         }
-        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        Ok(Self {
+        let endpoint = Endpoint {
+            provider: NAME,
             client: http_client(NAME)?,
-            config,
-            url,
+            url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
             headers,
-        })
+            policy: config.retry,
+            read_error: decode::read_error,
+        };
+        Ok(Self { config, endpoint })
     }
 
     /// The configuration in use.
@@ -136,7 +136,7 @@ impl OpenAiProvider {
 
     /// The URL requests go to.
     pub fn url(&self) -> &str {
-        &self.url
+        &self.endpoint.url
     }
 }
 
@@ -146,20 +146,9 @@ impl Provider for OpenAiProvider {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream {
-        let body = match convert::request_body(&request, self.config.is_openai_service()) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(futures::stream::once(async move { Err(e) })),
-        };
-        let call = HttpCall {
-            provider: NAME,
-            client: self.client.clone(),
-            url: self.url.clone(),
-            headers: self.headers.clone(),
-            body,
-            policy: self.config.retry,
-            read_error: decode::read_error,
-        };
-        sse_stream(call, decode::OpenAiDecoder::default, cancel)
+        let body = convert::request_body(&request, self.config.is_openai_service());
+        self.endpoint
+            .stream(body, decode::OpenAiDecoder::default, cancel)
     }
 
     fn default_model(&self) -> Option<&str> {

@@ -80,6 +80,50 @@ pub(crate) struct HttpCall {
     pub(crate) read_error: ErrorReader,
 }
 
+/// Where one provider sends its requests, and how: everything of an [`HttpCall`] but the
+/// body, made once when the provider is set up.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// Which provider, for errors.
+    pub(crate) provider: &'static str,
+    /// The client (shared connection pool).
+    pub(crate) client: reqwest::Client,
+    /// Where to POST.
+    pub(crate) url: String,
+    /// Authentication and protocol headers.
+    pub(crate) headers: HeaderMap,
+    /// How to retry.
+    pub(crate) policy: RetryPolicy,
+    /// How to read an error response.
+    pub(crate) read_error: ErrorReader,
+}
+
+impl Endpoint {
+    /// Sends `body` (or reports the error that stopped it being built) and streams the
+    /// response through a decoder made by `decoder`.
+    pub(crate) fn stream<D: WireDecoder>(
+        &self,
+        body: Result<Vec<u8>, ProviderError>,
+        decoder: fn() -> D,
+        cancel: CancellationToken,
+    ) -> EventStream {
+        let body = match body {
+            Ok(body) => body,
+            Err(e) => return Box::pin(futures::stream::once(async move { Err(e) })),
+        };
+        let call = HttpCall {
+            provider: self.provider,
+            client: self.client.clone(),
+            url: self.url.clone(),
+            headers: self.headers.clone(),
+            body,
+            policy: self.policy,
+            read_error: self.read_error,
+        };
+        sse_stream(call, decoder, cancel)
+    }
+}
+
 /// Sends `call` and streams its response through a decoder made by `decoder`.
 pub(crate) fn sse_stream<D: WireDecoder>(
     call: HttpCall,
