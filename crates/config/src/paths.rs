@@ -99,6 +99,19 @@ pub fn project_root(cwd: &Path) -> PathBuf {
         .unwrap_or(resolved)
 }
 
+/// Whether `path` is inside `root` where it really leads: the deepest part of it that
+/// exists, with symbolic links resolved, lies under `root` resolved (so a link inside
+/// `root` pointing out of it is outside). When `root` does not exist, nothing can lead
+/// out of it, and `path` is compared as written.
+pub fn resolves_within(path: &Path, root: &Path) -> bool {
+    let Ok(real_root) = std::fs::canonicalize(root) else {
+        return path.starts_with(root);
+    };
+    path.ancestors()
+        .find_map(|a| std::fs::canonicalize(a).ok())
+        .is_some_and(|real| real.starts_with(&real_root))
+}
+
 /// `<config>/projects`: one folder per project, holding its session transcripts.
 pub fn projects_dir(config_dir: &Path) -> PathBuf {
     config_dir.join("projects")
@@ -203,6 +216,27 @@ mod tests {
         assert_eq!(
             project_dir_name(Path::new(&short)).len(),
             MAX_PROJECT_DIR_NAME
+        );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn resolves_within_follows_links_and_tolerates_missing_parts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let root = base.join("p");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::os::unix::fs::symlink(&base, root.join("out")).unwrap();
+        assert!(resolves_within(&root.join("src/new/file.rs"), &root));
+        assert!(
+            !resolves_within(&root.join("out/x"), &root),
+            "a link leading out"
+        );
+        assert!(!resolves_within(&base.join("other"), &root));
+        let gone = base.join("gone");
+        assert!(
+            resolves_within(&gone.join("a"), &gone),
+            "a missing root: as written"
         );
     }
 

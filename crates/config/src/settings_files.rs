@@ -359,15 +359,11 @@ fn refuse_link_out_of_project(path: &Path) -> Result<(), ConfigError> {
     if !is_link {
         return Ok(());
     }
-    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    // The link's target may not exist yet: judge where its existing part is.
+    // The link's target may not exist yet: judged by where its existing part is.
     let target = std::fs::read_link(path)
         .map(|t| path.parent().unwrap_or(root).join(t))
         .unwrap_or_else(|_| path.to_path_buf());
-    let real = target
-        .ancestors()
-        .find_map(|a| std::fs::canonicalize(a).ok());
-    if real.is_some_and(|r| r.starts_with(&real_root)) {
+    if crate::paths::resolves_within(&target, root) {
         return Ok(());
     }
     Err(ConfigError::LinkOutOfProject {

@@ -125,7 +125,7 @@ pub(crate) fn run(
     let root = strata_config::paths::project_root(cwd);
     for (key, backup) in targets {
         let abs = store::absolute(cwd, Path::new(&key));
-        if !inside(&abs, &root) {
+        if !strata_config::paths::resolves_within(&abs, &root) {
             outside_project.push(key);
             continue;
         }
@@ -194,19 +194,6 @@ pub(crate) fn run(
         unchanged,
         outside_project,
     })
-}
-
-/// Whether `path` (absolute, normalised) is inside `root`, judged where its existing part
-/// really is: a symbolic link in the project pointing out of it leads outside.
-fn inside(path: &Path, root: &Path) -> bool {
-    let Ok(real_root) = std::fs::canonicalize(root) else {
-        // The project is not on this machine, so nothing in it can lead elsewhere.
-        return path.starts_with(root);
-    };
-    // The deepest part of the path that exists, resolved (the rest is created inside it).
-    path.ancestors()
-        .find_map(|a| std::fs::canonicalize(a).ok())
-        .is_some_and(|real| real.starts_with(&real_root))
 }
 
 /// Lines inserted and deleted going from `old` to `new` (a line diff, as `git diff
