@@ -114,16 +114,29 @@ impl Inner {
         permissions
     }
 
-    /// Applies the updates of an answer (as sent); returns what could not be applied, for
-    /// the user to see.
-    pub(crate) fn apply_permission_updates(&self, values: &[Value]) -> Vec<String> {
-        let (updates, mut problems) = parse_updates(values);
-        for update in updates {
-            if let Err(problem) = self.apply_one(&update) {
-                problems.push(problem);
+    /// Applies the updates of an answer (as sent); what cannot be applied is reported on
+    /// stderr. Settings writes lock and fsync, so on a multi-thread runtime they run off
+    /// the async workers.
+    pub(crate) fn apply_permission_updates(&self, values: &[Value]) {
+        let apply = || {
+            let (updates, mut problems) = parse_updates(values);
+            for update in updates {
+                if let Err(problem) = self.apply_one(&update) {
+                    problems.push(problem);
+                }
             }
+            problems
+        };
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let problems = if multi_thread {
+            tokio::task::block_in_place(apply)
+        } else {
+            apply()
+        };
+        for problem in problems {
+            tracing::warn!("{problem}");
         }
-        problems
     }
 
     fn apply_one(&self, update: &PermissionUpdate) -> Result<(), String> {

@@ -139,21 +139,7 @@ async fn clear(
                             input = updated;
                         }
                         if let Some(updates) = updated_permissions {
-                            // Settings writes lock and fsync: off the async workers when
-                            // the runtime has others to keep going.
-                            let apply = || inner.apply_permission_updates(&updates);
-                            let multi_thread =
-                                tokio::runtime::Handle::try_current().is_ok_and(|h| {
-                                    h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-                                });
-                            let problems = if multi_thread {
-                                tokio::task::block_in_place(apply)
-                            } else {
-                                apply()
-                            };
-                            for problem in problems {
-                                tracing::warn!("{problem}");
-                            }
+                            inner.apply_permission_updates(&updates);
                         }
                         None
                     }
