@@ -261,17 +261,7 @@ impl Engine {
     /// `set_permission_mode`); the change reaches the SDK status stream and the remote
     /// through the effects hub (FX-1).
     pub fn set_permission_mode(&self, mode: &str) -> Result<(), String> {
-        let requested: PermissionMode = mode
-            .parse()
-            .map_err(|e: strata_protocol::permission::ParsePermissionModeError| e.to_string())?;
-        let allowed = check_mode_change(requested, self.inner.permissions.bypass)
-            .map_err(|e| e.to_string())?;
-        let _ = self.inner.store.update(|s| {
-            if s.tool_permission_context.mode != allowed {
-                s.tool_permission_context.mode = allowed;
-            }
-        });
-        Ok(())
+        self.inner.set_permission_mode(mode)
     }
 
     /// Changes the main-loop model (`None`: back to the default). FX-2 persists it.
@@ -330,6 +320,22 @@ impl Engine {
 }
 
 impl Inner {
+    /// Changes the permission mode through the one gate ([`check_mode_change`]): the
+    /// control request and a prompt answer's `setMode` both come here.
+    pub(crate) fn set_permission_mode(&self, mode: &str) -> Result<(), String> {
+        let requested: PermissionMode = mode
+            .parse()
+            .map_err(|e: strata_protocol::permission::ParsePermissionModeError| e.to_string())?;
+        let allowed =
+            check_mode_change(requested, self.permissions.bypass).map_err(|e| e.to_string())?;
+        let _ = self.store.update(|s| {
+            if s.tool_permission_context.mode != allowed {
+                s.tool_permission_context.mode = allowed;
+            }
+        });
+        Ok(())
+    }
+
     /// The model of the next request: the app state's (BS-7: the authority), else the
     /// default.
     pub(crate) fn model(&self) -> String {

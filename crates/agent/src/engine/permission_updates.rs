@@ -209,17 +209,8 @@ impl Inner {
                 Ok(())
             }
             PermissionUpdate::SetMode { mode, destination } => {
-                let requested: strata_protocol::permission::PermissionMode = mode
-                    .parse()
+                self.set_permission_mode(mode)
                     .map_err(|e| format!("permission mode ignored: {e}"))?;
-                let allowed =
-                    crate::permissions::check_mode_change(requested, self.permissions.bypass)
-                        .map_err(|e| e.to_string())?;
-                let _ = self.store.update(|s| {
-                    if s.tool_permission_context.mode != allowed {
-                        s.tool_permission_context.mode = allowed;
-                    }
-                });
                 if let Some(source) = settings_source(*destination) {
                     let name = Value::String(mode.clone());
                     self.edit_settings(source, |doc| {
