@@ -12,8 +12,10 @@ use strata_agent::provider::{
 use strata_protocol::message::{ContentBlock, Message, StopReason};
 use tokio_util::sync::CancellationToken;
 
+/// The reference agent's corpus (`STRATA_CORPUS_DIR`); every test that reads it starts
+/// with `require_corpus!()`, which skips the test on a fresh clone.
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/claude-code")
+    strata_testkit::corpus::claude_code().expect("checked by require_corpus!() first")
 }
 
 fn request() -> ModelRequest {
@@ -48,6 +50,7 @@ fn tool_names(m: &AssistantMessage) -> Vec<&str> {
 
 #[tokio::test]
 async fn replays_a_corpus_session_response_by_response_in_file_order() {
+    strata_testkit::require_corpus!();
     let path = corpus().join("spotter/tool_heavy.jsonl");
     let p = ReplayProvider::open(&path).unwrap();
     assert_eq!(p.name(), "replay");
@@ -119,6 +122,7 @@ fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[tokio::test]
 async fn every_corpus_transcript_replays_and_each_response_rebuilds_exactly() {
+    strata_testkit::require_corpus!();
     let mut files = Vec::new();
     jsonl_files(&corpus(), &mut files);
     assert_eq!(files.len(), 30);
@@ -142,6 +146,7 @@ async fn every_corpus_transcript_replays_and_each_response_rebuilds_exactly() {
 
 #[tokio::test]
 async fn replay_is_chosen_by_the_replay_path_and_labelled_as_a_replay() {
+    strata_testkit::require_corpus!();
     let path = corpus().join("spotter/short.jsonl");
     let p = select_provider(None, &|_| None, Some(&path)).unwrap();
     assert_eq!(p.name(), "replay");

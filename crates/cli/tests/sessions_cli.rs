@@ -9,8 +9,10 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+/// The reference agent's corpus (`STRATA_CORPUS_DIR`); every test that reads it starts
+/// with `require_corpus!()`, which skips the test on a fresh clone.
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/claude-code")
+    strata_testkit::corpus::claude_code().expect("checked by require_corpus!() first")
 }
 
 struct Env {
@@ -105,6 +107,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 #[test]
 fn sp2_list_json_has_exactly_the_documented_keys_newest_first() {
+    strata_testkit::require_corpus!();
     let env = Env::new();
     env.add("spotter/short.jsonl", 300);
     env.add("spotter/tool_heavy.jsonl", 100);
@@ -150,6 +153,7 @@ fn sp2_list_json_has_exactly_the_documented_keys_newest_first() {
 
 #[test]
 fn sp2_list_shows_only_this_project_unless_all_projects() {
+    strata_testkit::require_corpus!();
     let env = Env::new();
     env.add("spotter/short.jsonl", 10);
     let other = env.cfg.join("projects/-elsewhere");
@@ -186,6 +190,7 @@ fn sp2_an_empty_project_lists_nothing_and_succeeds() {
 
 #[test]
 fn sp3_show_json_of_a_corpus_session() {
+    strata_testkit::require_corpus!();
     let env = Env::new();
     env.add("spotter/short.jsonl", 0);
     insta::assert_json_snapshot!("show_short", env.json(&["show", "short", "--json"]));
@@ -194,6 +199,7 @@ fn sp3_show_json_of_a_corpus_session() {
 /// The larger sessions: every key but the messages' bodies (kept to type and uuid).
 #[test]
 fn sp3_show_json_of_sessions_with_compaction_and_subagents() {
+    strata_testkit::require_corpus!();
     let env = Env::new();
     for (file, name) in [
         (
@@ -235,6 +241,7 @@ fn sp3_show_json_of_sessions_with_compaction_and_subagents() {
 
 #[test]
 fn sp3_show_by_id_finds_sessions_of_other_projects_too() {
+    strata_testkit::require_corpus!();
     let env = Env::new();
     let other = env.cfg.join("projects/-elsewhere");
     fs::create_dir_all(&other).unwrap();
@@ -249,6 +256,7 @@ fn sp3_show_by_id_finds_sessions_of_other_projects_too() {
 
 #[test]
 fn sp3_unknown_ids_and_unreadable_files_are_one_line_errors_with_exit_1() {
+    strata_testkit::require_corpus!();
     let env = Env::new();
     env.add("spotter/short.jsonl", 0);
     let out = env.run(&["show", "no-such-session"]);
@@ -271,6 +279,7 @@ fn sp3_unknown_ids_and_unreadable_files_are_one_line_errors_with_exit_1() {
 /// show keeps everything it can and says what it repaired.
 #[test]
 fn sp3_show_reports_repairs_and_unreadable_lines() {
+    strata_testkit::require_corpus!();
     let env = Env::new();
     let src = fs::read_to_string(corpus().join("spotter/tool_heavy.jsonl")).unwrap();
     let mut lines: Vec<String> = src.lines().map(str::to_owned).collect();
@@ -313,6 +322,7 @@ fn sp3_show_reports_repairs_and_unreadable_lines() {
 /// wanted: exit 0, nothing on stderr.
 #[test]
 fn regression_show_into_a_pipe_closed_early_exits_quietly() {
+    strata_testkit::require_corpus!();
     use std::io::Read;
     use std::process::Stdio;
 

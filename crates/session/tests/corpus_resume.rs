@@ -13,8 +13,10 @@ use strata_protocol::transcript::EntryKind;
 use strata_session::reader::Transcript;
 use strata_session::resume::LoadedSession;
 
+/// The reference agent's corpus (`STRATA_CORPUS_DIR`); every test that reads it starts
+/// with `require_corpus!()`, which skips the test on a fresh clone.
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/claude-code")
+    strata_testkit::corpus::claude_code().expect("checked by require_corpus!() first")
 }
 
 fn all_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -30,6 +32,7 @@ fn all_jsonl(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn sp3_every_corpus_file_reads_with_zero_malformed_lines() {
+    strata_testkit::require_corpus!();
     let mut files = Vec::new();
     all_jsonl(&corpus(), &mut files);
     assert_eq!(files.len(), 30);
@@ -171,6 +174,7 @@ const MAIN_SESSIONS: &[(&str, usize, usize, &str, &str)] = &[
 
 #[test]
 fn sp3_every_corpus_main_session_rebuilds_the_compat_chain() {
+    strata_testkit::require_corpus!();
     for &(file, live, messages, first, last) in MAIN_SESSIONS {
         let mut s = LoadedSession::load(&corpus().join(file)).unwrap();
         let entries = s.live_entries().unwrap();
@@ -206,6 +210,7 @@ fn sp3_every_corpus_main_session_rebuilds_the_compat_chain() {
 
 #[test]
 fn sp3_sessions_with_compaction_start_at_their_last_boundary() {
+    strata_testkit::require_corpus!();
     for file in [
         "spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
         "codemie/session-624a4a58.jsonl",
@@ -238,6 +243,7 @@ fn texts(blocks: &[ContentBlock]) -> Vec<String> {
 /// structure…", a search (the Glob call; the Bash call was rejected), then `/model`.
 #[test]
 fn sp3_short_session_matches_the_reference_rendering_and_is_continued() {
+    strata_testkit::require_corpus!();
     let mut s = LoadedSession::load(&corpus().join("spotter/short.jsonl")).unwrap();
     let conv = s.model_messages();
     // A second call reads the messages from the file again and gives the same answer.
@@ -290,6 +296,7 @@ fn sp3_short_session_matches_the_reference_rendering_and_is_continued() {
 /// interrupted.
 #[test]
 fn sp3_tool_heavy_session_matches_the_reference_rendering() {
+    strata_testkit::require_corpus!();
     let mut s = LoadedSession::load(&corpus().join("spotter/tool_heavy.jsonl")).unwrap();
     let conv = s.model_messages();
     let tools: Vec<String> = conv
@@ -326,6 +333,7 @@ fn sp3_tool_heavy_session_matches_the_reference_rendering() {
 /// layout and the older one. Both are found, and their cost counts.
 #[test]
 fn sp4_subagent_transcripts_are_found_in_both_layouts_and_counted() {
+    strata_testkit::require_corpus!();
     let nested =
         LoadedSession::load(&corpus().join("spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"))
             .unwrap();
@@ -361,6 +369,7 @@ fn sp4_subagent_transcripts_are_found_in_both_layouts_and_counted() {
 
 #[test]
 fn sp3_metadata_and_file_history_are_recovered() {
+    strata_testkit::require_corpus!();
     let s =
         LoadedSession::load(&corpus().join("spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"))
             .unwrap();
@@ -377,6 +386,7 @@ fn sp3_metadata_and_file_history_are_recovered() {
 
 #[test]
 fn sp4_session_usage_matches_what_resume_reports() {
+    strata_testkit::require_corpus!();
     for file in [
         "spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
         "codemie/claude/-tmp-private/4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl",
@@ -394,6 +404,7 @@ fn sp4_session_usage_matches_what_resume_reports() {
 /// (`sessions show subagents/agent-….jsonl` used to show an empty session).
 #[test]
 fn sp3_a_subagent_transcript_rebuilds_its_own_conversation() {
+    strata_testkit::require_corpus!();
     let parent =
         LoadedSession::load(&corpus().join("spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl"))
             .unwrap();

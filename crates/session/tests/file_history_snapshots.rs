@@ -256,7 +256,7 @@ fn an_edit_before_any_prompt_is_refused() {
 #[test]
 fn sp3_reference_session_snapshots_resume_with_continuing_versions() {
     use strata_session::resume::LoadedSession;
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/claude-code");
+    let corpus = strata_testkit::require_corpus!();
     let session =
         LoadedSession::load(&corpus.join("spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"))
             .unwrap();

@@ -8,9 +8,11 @@ use std::time::{Duration, SystemTime};
 
 use strata_session::listing::{self, SessionSummary};
 
+/// A file of the reference agent's corpus (`STRATA_CORPUS_DIR`); every test that reads it
+/// starts with `require_corpus!()`, which skips the test on a fresh clone.
 fn corpus(file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/claude-code")
+    strata_testkit::corpus::claude_code()
+        .expect("checked by require_corpus!() first")
         .join(file)
 }
 
@@ -50,6 +52,7 @@ fn list(s: &Setup) -> Vec<SessionSummary> {
 
 #[test]
 fn sp2_listing_shows_title_prompt_counts_and_times_newest_first() {
+    strata_testkit::require_corpus!();
     let s = setup(&[
         "spotter/short.jsonl",
         "spotter/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
@@ -100,6 +103,7 @@ fn sp2_listing_shows_title_prompt_counts_and_times_newest_first() {
 
 #[test]
 fn sp2_titles_custom_over_ai_and_last_wins() {
+    strata_testkit::require_corpus!();
     let s = setup(&["spotter/short.jsonl"]);
     let p = s.dir.join("short.jsonl");
     let mut text = fs::read_to_string(&p).unwrap();
@@ -114,6 +118,7 @@ fn sp2_titles_custom_over_ai_and_last_wins() {
 
 #[test]
 fn sp2_an_unchanged_transcript_is_served_from_the_index_without_reading_it() {
+    strata_testkit::require_corpus!();
     let s = setup(&["spotter/short.jsonl"]);
     let first = list(&s);
     let index = s.dir.join(".strata-sessions-index.json");
@@ -143,6 +148,7 @@ fn sp2_an_unchanged_transcript_is_served_from_the_index_without_reading_it() {
 
 #[test]
 fn sp2_an_appended_transcript_is_read_from_where_the_index_stopped() {
+    strata_testkit::require_corpus!();
     let s = setup(&["spotter/short.jsonl"]);
     let p = s.dir.join("short.jsonl");
     let full = fs::read(&p).unwrap();
@@ -160,6 +166,7 @@ fn sp2_an_appended_transcript_is_read_from_where_the_index_stopped() {
 
 #[test]
 fn sp2_a_rewritten_transcript_or_a_broken_index_is_read_again() {
+    strata_testkit::require_corpus!();
     let s = setup(&["spotter/short.jsonl"]);
     list(&s);
     let p = s.dir.join("short.jsonl");
@@ -174,6 +181,7 @@ fn sp2_a_rewritten_transcript_or_a_broken_index_is_read_again() {
 
 #[test]
 fn sp2_all_projects_lists_every_project_folder() {
+    strata_testkit::require_corpus!();
     let s = setup(&["spotter/short.jsonl"]);
     let other = s.cfg.join("projects/-another");
     fs::create_dir_all(&other).unwrap();

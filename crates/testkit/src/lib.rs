@@ -1,4 +1,5 @@
-//! Test helpers for strata: a scripted mock model server.
+//! Test helpers for strata: a scripted mock model server, the location of the reference
+//! agent's corpus, and generated transcripts.
 //!
 //! strata's tests never reach a real model service. [`MockServer`] is a real HTTP/1.1
 //! server on `127.0.0.1` (a random port) that speaks the two streaming protocols strata's
@@ -31,13 +32,20 @@
 //! mid-stream errors, dropped connections and pausing a stream until the test releases it
 //! (interrupt tests), and [`render`] for the exact events sent.
 //!
+//! The real-corpus tests find the reference agent's transcripts through [`corpus`] (an
+//! environment variable; skipped with one line on a fresh clone), and [`transcripts`]
+//! writes transcripts in the reference format from the product's own entry types, so the
+//! resume rules are tested without the corpus too.
+//!
 //! This crate is a dev-dependency only and sits at the bottom layer: it uses
 //! `strata-protocol`'s message types and no other crate of ours.
 
+pub mod corpus;
 pub mod render;
 mod reply;
 mod script;
 mod server;
+pub mod transcripts;
 
 pub use reply::Reply;
 pub use script::{Gate, MockResponse};

@@ -251,11 +251,8 @@ mod tests {
 
     #[test]
     fn feeding_in_pieces_gives_the_same_summary_as_feeding_whole() {
-        let text = std::fs::read(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../../shared/corpus/claude-code/spotter/short.jsonl"),
-        )
-        .unwrap_or_default();
+        let corpus = strata_testkit::require_corpus!();
+        let text = std::fs::read(corpus.join("spotter/short.jsonl")).unwrap_or_default();
         assert!(!text.is_empty());
         let mut whole = ScanState::default();
         whole.feed(&text);
