@@ -10,10 +10,10 @@
 //! without one, a call that would need a prompt is denied and reported.
 
 pub(crate) mod cost;
-pub(crate) mod hooks;
 mod open;
 mod permission_updates;
 pub(crate) mod record;
+pub(crate) mod tool_services;
 
 use crate::sync::lock;
 use std::future::Future;

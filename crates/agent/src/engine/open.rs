@@ -18,8 +18,8 @@ use strata_state::effects::{EffectError, SdkStatusPort};
 use strata_state::{EffectsHub, Ports, RuntimeFacts, SessionScope, default_app_state};
 
 use super::cost;
-use super::hooks::SessionHooks;
 use super::record::Recorder;
+use super::tool_services::SessionHooks;
 use super::{EngineOptions, EventSink, Inner, OpenError, ResumeTarget};
 use crate::permissions::PermissionContext;
 use crate::tools::{ToolContext, ToolRegistry};
