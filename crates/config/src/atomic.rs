@@ -33,24 +33,133 @@ pub(crate) enum Decision<T> {
     Write(Vec<u8>, T),
 }
 
-/// Reads `path` without locking (`None` when missing).
+/// The largest settings or config file strata reads: 4 MiB. Real files are a few
+/// kilobytes; the cap is generous so no hand-written file meets it, and small enough that a
+/// file that is not one (a link to a log, a generated blob) is refused before it costs
+/// memory.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads `path` without locking (`None` when missing), bounded: only a regular file (after
+/// following links) of at most [`MAX_CONFIG_FILE_BYTES`] is read. A FIFO, a device, a
+/// socket or a directory is refused at once with [`ConfigError::NotARegularFile`]: a
+/// settings file is committable to a repository, and a link to `/dev/zero` or a named
+/// pipe must not grow strata's memory or hang it.
 pub(crate) fn read(path: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ConfigError::io("read", path, e)),
+    read_bounded(path, MAX_CONFIG_FILE_BYTES)
+}
+
+fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ConfigError> {
+    use std::io::Read;
+    // The type is checked before opening (opening a FIFO for reading blocks until a writer
+    // comes) and again on the opened handle, which is opened non-blocking: a file swapped
+    // for a FIFO between the two checks neither hangs the open nor gets read.
+    match fs::metadata(path) {
+        Ok(meta) => refuse_special(path, &meta)?,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ConfigError::io("read", path, e)),
     }
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = match opts.open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ConfigError::io("read", path, e)),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| ConfigError::io("read", path, e))?;
+    refuse_special(path, &meta)?;
+    if meta.len() > limit {
+        return Err(ConfigError::TooLarge {
+            file: path.to_path_buf(),
+            limit,
+        });
+    }
+    // The length may grow while reading (a file being appended to): reading stops one byte
+    // past the cap either way.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ConfigError::io("read", path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(ConfigError::TooLarge {
+            file: path.to_path_buf(),
+            limit,
+        });
+    }
+    Ok(Some(bytes))
+}
+
+/// Refuses anything but a regular file, naming what it is.
+fn refuse_special(path: &Path, meta: &fs::Metadata) -> Result<(), ConfigError> {
+    let file_type = meta.file_type();
+    if file_type.is_file() {
+        return Ok(());
+    }
+    let kind = if file_type.is_dir() {
+        "a directory"
+    } else {
+        special_kind(&file_type)
+    };
+    Err(ConfigError::NotARegularFile {
+        file: path.to_path_buf(),
+        kind,
+    })
+}
+
+#[cfg(unix)]
+fn special_kind(file_type: &fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_file_type: &fs::FileType) -> &'static str {
+    "not a regular file"
 }
 
 /// Runs the locked read-modify-write protocol on `path`. Returns whether the file was
 /// written, and the caller's value.
+///
+/// Missing directories on the way to the file are created only inside `root` (the config
+/// directory for user settings and `config.json`, the project for its settings): a
+/// settings path that is a dangling symbolic link must not make strata create
+/// directories wherever the link points ([`ConfigError::OutsideWriteRoot`]). `root`
+/// itself may be created (a config directory named by `$STRATA_CONFIG_DIR` that does not
+/// exist yet).
 pub(crate) fn locked_update<T>(
     path: &Path,
+    root: &Path,
     decide: impl FnOnce(Option<&[u8]>) -> Result<Decision<T>, ConfigError>,
 ) -> Result<(bool, T), ConfigError> {
+    let configured = path;
     let path = &follow_links(path)?;
     let dir = parent_dir(path);
-    create_private_dir(&dir)?;
+    if !dir.is_dir() {
+        if !creatable_within(&dir, root) {
+            return Err(ConfigError::OutsideWriteRoot {
+                file: configured.to_path_buf(),
+                dir,
+                root: root.to_path_buf(),
+            });
+        }
+        create_private_dir(&dir)?;
+    }
     // The lock is released when `_lock` is dropped at the end of this function, also on
     // every error path.
     let _lock = lock_for(path, &dir)?;
@@ -62,6 +171,39 @@ pub(crate) fn locked_update<T>(
             Ok((true, out))
         }
     }
+}
+
+/// Whether creating `dir` (and its missing ancestors) creates nothing outside `root`:
+/// `dir`, with `.` and `..` taken out, lies under `root`, and the deepest part of it that
+/// exists really leads into `root` (a link inside `root` pointing out of it does not).
+fn creatable_within(dir: &Path, root: &Path) -> bool {
+    let (dir, root) = (lexical(dir), lexical(root));
+    if !dir.starts_with(&root) {
+        return false;
+    }
+    if !root.exists() {
+        // Nothing under a missing root can be a link out of it.
+        return true;
+    }
+    crate::paths::resolves_within(&dir, &root)
+}
+
+/// `path` with `.` removed and `..` applied to the part before it (no filesystem access;
+/// used only with the resolved check above).
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// Takes the exclusive lock that serializes writers of `path` (in `dir`).
@@ -212,7 +354,7 @@ mod tests {
     fn new_files_are_0600_and_new_dirs_0700() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("a/b/settings.json");
-        let (written, ()) = locked_update(&file, |cur| {
+        let (written, ()) = locked_update(&file, tmp.path(), |cur| {
             assert!(cur.is_none());
             Ok(Decision::Write(b"{}\n".to_vec(), ()))
         })
@@ -237,7 +379,7 @@ mod tests {
         let link = config.join("settings.json");
         // A relative link, resolved against the link's directory.
         std::os::unix::fs::symlink("../dotfiles/settings.json", &link).unwrap();
-        locked_update(&link, |cur| {
+        locked_update(&link, tmp.path(), |cur| {
             assert_eq!(cur, Some(&b"{}"[..]), "reads through the link");
             Ok(Decision::Write(b"{\"a\":1}".to_vec(), ()))
         })
@@ -255,7 +397,10 @@ mod tests {
         // A dangling link: the target is created where it points.
         let dangling = config.join("settings.local.json");
         std::os::unix::fs::symlink(dotfiles.join("local.json"), &dangling).unwrap();
-        locked_update(&dangling, |_| Ok(Decision::Write(b"{}".to_vec(), ()))).unwrap();
+        locked_update(&dangling, tmp.path(), |_| {
+            Ok(Decision::Write(b"{}".to_vec(), ()))
+        })
+        .unwrap();
         assert!(
             fs::symlink_metadata(&dangling)
                 .unwrap()
@@ -270,7 +415,10 @@ mod tests {
     fn a_write_leaves_no_lock_or_temporary_file_beside_the_file() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("settings.local.json");
-        locked_update(&file, |_| Ok(Decision::Write(b"{}".to_vec(), ()))).unwrap();
+        locked_update(&file, tmp.path(), |_| {
+            Ok(Decision::Write(b"{}".to_vec(), ()))
+        })
+        .unwrap();
         let names: Vec<_> = fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -286,7 +434,10 @@ mod tests {
         let file = tmp.path().join("s.json");
         fs::write(&file, "{}").unwrap();
         fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
-        locked_update(&file, |_| Ok(Decision::Write(b"{\"a\":1}".to_vec(), ()))).unwrap();
+        locked_update(&file, tmp.path(), |_| {
+            Ok(Decision::Write(b"{\"a\":1}".to_vec(), ()))
+        })
+        .unwrap();
         assert_eq!(mode(&file), 0o644);
         assert_eq!(fs::read(&file).unwrap(), b"{\"a\":1}");
     }
@@ -297,7 +448,7 @@ mod tests {
         let file = tmp.path().join("s.json");
         fs::write(&file, "{ }").unwrap();
         let before = fs::metadata(&file).unwrap().modified().unwrap();
-        let (written, n) = locked_update(&file, |_| Ok(Decision::Keep(7))).unwrap();
+        let (written, n) = locked_update(&file, tmp.path(), |_| Ok(Decision::Keep(7))).unwrap();
         assert_eq!((written, n), (false, 7));
         assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), before);
         let names: Vec<_> = fs::read_dir(tmp.path())
@@ -315,7 +466,7 @@ mod tests {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..25 {
-                        locked_update(&file, |cur| {
+                        locked_update(&file, tmp.path(), |cur| {
                             let n: u32 = cur
                                 .map(|b| String::from_utf8_lossy(b).parse().unwrap())
                                 .unwrap_or(0);

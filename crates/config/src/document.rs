@@ -41,8 +41,79 @@ pub(crate) fn parse<T: DeserializeOwned>(
     Ok((object, typed))
 }
 
+/// The first value of `bytes` (already known to be a JSON object) that does not match
+/// `T`: the top-level key it is under, and the error at its line and column. `None` when
+/// the whole document matches.
+pub(crate) fn schema_error<T: DeserializeOwned>(
+    bytes: &[u8],
+    file: &str,
+) -> Option<(String, ParseError)> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let e = serde_path_to_error::deserialize::<_, T>(&mut de).err()?;
+    let key = top_level_key(&e.path().to_string());
+    Some((key, from_path_error(e, bytes, file)))
+}
+
+/// The first value of an in-memory object that does not match `T`: its top-level key and
+/// the problem (with the key path). Positions are found by the caller.
+pub(crate) fn object_schema_error<T: DeserializeOwned>(
+    object: &JsonObject,
+) -> Option<(String, String)> {
+    let e = serde_path_to_error::deserialize::<_, T>(Value::Object(object.clone())).err()?;
+    let path = e.path().to_string();
+    Some((
+        top_level_key(&path),
+        with_path(&path, &e.into_inner().to_string()),
+    ))
+}
+
+/// `permissions` of `permissions.deny[1]`, `env` of `env.PORT`.
+fn top_level_key(path: &str) -> String {
+    path.split(['.', '[']).next().unwrap_or_default().to_owned()
+}
+
+/// The line and column of top-level key `key` in `bytes` (a JSON object that parsed), or
+/// of the document's start when it is not found.
+pub(crate) fn key_position(bytes: &[u8], key: &str) -> (usize, usize) {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                let text = bytes.get(start..=i).unwrap_or_default();
+                let is_key = bytes
+                    .get(i + 1..)
+                    .and_then(|rest| rest.iter().find(|b| !b.is_ascii_whitespace()))
+                    == Some(&b':');
+                if depth == 1
+                    && is_key
+                    && serde_json::from_slice::<String>(text).is_ok_and(|k| k == key)
+                {
+                    return line_column(bytes, start);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (1, 1)
+}
+
 /// Parses `bytes` as a JSON object (no schema). Returns whether the content was empty.
-fn parse_object(bytes: &[u8], file: &str) -> Result<(JsonObject, bool), ParseError> {
+pub(crate) fn parse_object(bytes: &[u8], file: &str) -> Result<(JsonObject, bool), ParseError> {
     let Some(first) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
         return Ok((Map::new(), true));
     };

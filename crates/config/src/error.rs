@@ -50,6 +50,49 @@ pub enum ConfigError {
         /// Where it leads.
         target: PathBuf,
     },
+    /// A settings or config path leads to something that is not a regular file (a FIFO, a
+    /// device, a directory): it is not read at all, so it can neither hang strata nor fill
+    /// its memory.
+    #[error(
+        "{}: not read: it is {kind}, not a regular file; a settings or config file must be a regular JSON file (replace it with one, or remove it)",
+        file.display()
+    )]
+    NotARegularFile {
+        /// The path as configured (a link is named, not its target).
+        file: PathBuf,
+        /// What it is ("a FIFO (named pipe)", "a character device", ...).
+        kind: &'static str,
+    },
+    /// A settings or config file is larger than [`crate::MAX_CONFIG_FILE_BYTES`]; it is
+    /// not read.
+    #[error(
+        "{}: not read: it is larger than {} MiB, which no settings or config file needs; check what the path points to",
+        file.display(),
+        limit / (1024 * 1024)
+    )]
+    TooLarge {
+        /// The path.
+        file: PathBuf,
+        /// The cap in bytes.
+        limit: u64,
+    },
+    /// A write would have created a directory outside the config directory or the
+    /// project (a settings path that is a symbolic link to a place that does not exist
+    /// yet). Nothing was created or written.
+    #[error(
+        "{}: not written: writing it would create the directory {}, which is outside {}; strata creates directories only inside the config directory and the project (create it yourself, or replace the link with a file)",
+        file.display(),
+        dir.display(),
+        root.display()
+    )]
+    OutsideWriteRoot {
+        /// The file that was to be written (as configured).
+        file: PathBuf,
+        /// The directory that does not exist.
+        dir: PathBuf,
+        /// Where directories may be created.
+        root: PathBuf,
+    },
     /// A filesystem operation failed.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {

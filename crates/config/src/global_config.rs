@@ -78,7 +78,7 @@ impl GlobalConfigFile {
                 value,
             });
         }
-        let (written, value) = atomic::locked_update(&self.path, |bytes| {
+        let (written, value) = atomic::locked_update(&self.path, &self.root(), |bytes| {
             let current = match bytes {
                 Some(b) => document::parse::<GlobalConfig>(b, &label)?.1,
                 None => GlobalConfig::default(),
@@ -99,7 +99,7 @@ impl GlobalConfigFile {
         &self,
         edit: impl FnMut(&mut JsonObject) -> T,
     ) -> Result<Updated<T>, ConfigError> {
-        update_object::<GlobalConfig, T>(&self.path, edit)
+        update_object::<GlobalConfig, T>(&self.path, &self.root(), edit)
     }
 
     fn read_both(&self) -> Result<Option<(JsonObject, GlobalConfig)>, ConfigError> {
@@ -110,6 +110,13 @@ impl GlobalConfigFile {
                 &self.label(),
             )?)),
         }
+    }
+
+    /// Where a write may create directories: the config directory (the file's own).
+    fn root(&self) -> PathBuf {
+        self.path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
     }
 
     fn label(&self) -> String {

@@ -7,7 +7,9 @@
 //! - where those files are ([`paths`], [`sources`]);
 //! - reading and merging the settings sources, with per-value provenance and per-file
 //!   errors that name file, line and column ([`SettingsFiles::load`]; objects deep-merge,
-//!   later sources win for scalars, arrays concatenate without duplicates);
+//!   later sources win for scalars, arrays concatenate without duplicates), failing
+//!   closed: a broken file keeps its last good rules, or makes them unknown, never drops
+//!   them; every read is bounded ([`MAX_CONFIG_FILE_BYTES`], regular files only);
 //! - writing a settings source or the global config safely: exclusive lock on the file's
 //!   directory, re-read inside the lock, atomic replace, unknown keys and key order kept,
 //!   nothing written when nothing changed ([`SettingsFiles::update`],
@@ -26,13 +28,18 @@ mod global_config;
 pub mod keypath;
 mod merge;
 pub mod paths;
+mod reading;
+pub mod rule_text;
 mod settings_files;
 pub mod sources;
 pub mod watch;
 
+pub use atomic::MAX_CONFIG_FILE_BYTES;
 pub use document::JsonObject;
 pub use error::{ConfigError, ParseError};
 pub use global_config::GlobalConfigFile;
-pub use settings_files::{MergedEntry, MergedSettings, SettingsFiles, SourceFile, Updated};
+pub use settings_files::{
+    MergedEntry, MergedSettings, SettingsFiles, SourceFile, UnknownPermissions, Updated,
+};
 pub use sources::{FlagSettings, INLINE_FLAG_LABEL, SettingsLocations, SettingsSource};
 pub use watch::{SettingsChange, SettingsWatcher};

@@ -1,12 +1,30 @@
 //! The settings files of one project: loading and merging every source, and editing the
 //! writable ones.
 //!
-//! [`SettingsFiles::load`] never fails as a whole: a source that is missing contributes
-//! nothing; one that cannot be read, parsed or validated contributes nothing and adds an
-//! error to [`MergedSettings::errors`]; the other sources still apply. No read path ever
-//! writes, so a broken file is left exactly as the user wrote it.
+//! [`SettingsFiles::load`] never fails as a whole, and a broken file never widens what is
+//! allowed (issue 16, "fail closed"):
+//!
+//! - a source that is missing contributes nothing;
+//! - reading is bounded: only a regular file of at most [`crate::MAX_CONFIG_FILE_BYTES`]
+//!   is read; a FIFO, a device or a directory is refused at once, naming the file;
+//! - a key other than `permissions` with a value of the wrong type is left out (or keeps
+//!   its last good value) and reported; the rest of the file, its rules included, applies;
+//! - a file that does not parse (a trailing comma, a `//` comment), cannot be read, or
+//!   whose `permissions` do not match the schema or hold a `deny`/`ask` entry that is not
+//!   a rule, keeps its **last good** rules — remembered per file by this `SettingsFiles`
+//!   (and its clones) for the life of the process, so an edit that breaks a file during a
+//!   session changes nothing. With no last good version, the file's rules are *unknown*
+//!   ([`MergedSettings::unknown_permissions`]): the agent then asks before every tool call
+//!   and denies where no one can be asked, naming the file, line and column.
+//!
+//! The table of cases is in the `reading` module. Every problem is in
+//! [`MergedSettings::errors`] and, phrased with what strata does about it, in
+//! [`MergedSettings::warnings`]. No read path ever writes, so a broken file is left
+//! exactly as the user wrote it.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 use strata_protocol::settings::Settings;
@@ -16,6 +34,7 @@ use crate::document::{self, JsonObject};
 use crate::error::ConfigError;
 use crate::keypath;
 use crate::merge::{self, Merged};
+use crate::reading::{self, Reading, Remember};
 use crate::sources::{FlagSettings, INLINE_FLAG_LABEL, SettingsLocations, SettingsSource};
 
 /// The outcome of an update: whether the file was written, and what the edit returned.
@@ -57,16 +76,56 @@ pub struct MergedSettings {
     pub value: JsonObject,
     /// The files that contributed, lowest precedence first.
     pub files: Vec<SourceFile>,
-    /// Sources that contributed nothing because they could not be read, parsed or
-    /// validated. Each error names the file (and line and column when it is a parse error).
+    /// Every problem found: files that could not be read or parsed, values of the wrong
+    /// type. Each error names the file (and line and column when it is a parse error).
     pub errors: Vec<ConfigError>,
+    /// Files whose permission rules cannot be known (they do not parse, or their
+    /// `permissions` do not, and no good version of them was read before): while there is
+    /// one, nothing may be allowed without asking.
+    pub unknown_permissions: Vec<UnknownPermissions>,
+    /// One line per error, saying what strata does about it; `fresh` when the previous
+    /// load by this `SettingsFiles` did not say the same about that file.
+    warnings: Vec<(String, bool)>,
     merged: Merged,
+}
+
+/// A settings file whose permission rules cannot be known.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UnknownPermissions {
+    /// Which source it is.
+    pub source: SettingsSource,
+    /// Its path (or [`INLINE_FLAG_LABEL`]).
+    pub file: String,
+    /// What is wrong: the error, naming file, line and column.
+    pub problem: String,
+}
+
+impl std::fmt::Display for UnknownPermissions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem)
+    }
 }
 
 impl MergedSettings {
     /// The merged value at a key path.
     pub fn get<S: AsRef<str>>(&self, key: &[S]) -> Option<&Value> {
         keypath::get(&self.value, key)
+    }
+
+    /// Every problem, one line each, with what strata does about it (the last good
+    /// values stay in force, a key is ignored, or tool calls ask).
+    pub fn warnings(&self) -> impl Iterator<Item = &str> {
+        self.warnings.iter().map(|(w, _)| w.as_str())
+    }
+
+    /// The [`warnings`](Self::warnings) the previous load by the same `SettingsFiles` did
+    /// not give: what a watcher reports, so a broken file is reported once, not at every
+    /// event.
+    pub fn new_warnings(&self) -> impl Iterator<Item = &str> {
+        self.warnings
+            .iter()
+            .filter(|(_, fresh)| *fresh)
+            .map(|(w, _)| w.as_str())
     }
 
     /// Every leaf value (non-object, or empty object) with its origin, in merged key order.
@@ -108,12 +167,24 @@ impl MergedSettings {
 #[derive(Clone, Debug)]
 pub struct SettingsFiles {
     locations: SettingsLocations,
+    /// Per file: its last good contribution and what the last load said about it. Shared
+    /// by clones (the watcher's copy and the session's see the same memory).
+    memory: Arc<Mutex<HashMap<String, Remembered>>>,
+}
+
+#[derive(Debug, Default)]
+struct Remembered {
+    good: Option<JsonObject>,
+    said: Vec<String>,
 }
 
 impl SettingsFiles {
     /// The settings files at these locations.
     pub fn new(locations: SettingsLocations) -> Self {
-        Self { locations }
+        Self {
+            locations,
+            memory: Arc::default(),
+        }
     }
 
     /// Where the sources are.
@@ -126,38 +197,82 @@ impl SettingsFiles {
         let mut merged = Merged::default();
         let mut files = Vec::new();
         let mut errors = Vec::new();
-        for (source, input) in self.inputs(&mut errors) {
-            let (file, bytes) = match input {
-                Input::Path(path) => match atomic::read(&path) {
-                    Ok(Some(bytes)) => (path.display().to_string(), bytes),
-                    // A `--settings` file was asked for explicitly: its absence is an error.
-                    Ok(None) if source == SettingsSource::Flag => {
-                        let missing =
-                            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
-                        errors.push(ConfigError::io("read --settings file", &path, missing));
-                        continue;
-                    }
-                    Ok(None) => continue,
-                    Err(e) => {
-                        errors.push(e);
-                        continue;
-                    }
-                },
-                Input::Inline(text) => (INLINE_FLAG_LABEL.to_owned(), text.into_bytes()),
-            };
-            match document::parse::<Settings>(&bytes, &file) {
-                Ok((object, _)) => {
-                    merged.apply(files.len(), &object);
-                    files.push(SourceFile { source, file });
+        let mut warnings = Vec::new();
+        let mut unknown_permissions = Vec::new();
+        let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut listing_errors = Vec::new();
+        for (source, input) in self.inputs(&mut listing_errors) {
+            let (file, read) = match input {
+                Input::Path(path) => {
+                    let read = match atomic::read(&path) {
+                        // A `--settings` file was asked for explicitly: its absence is an
+                        // error.
+                        Ok(None) if source == SettingsSource::Flag => {
+                            let missing =
+                                std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+                            Err(ConfigError::io("read --settings file", &path, missing))
+                        }
+                        other => other,
+                    };
+                    (path.display().to_string(), read)
                 }
-                Err(e) => errors.push(e.into()),
+                Input::Inline(text) => (INLINE_FLAG_LABEL.to_owned(), Ok(Some(text.into_bytes()))),
+            };
+            let remembered = memory.entry(file.clone()).or_default();
+            let reading = match read {
+                Ok(None) => Reading::missing(),
+                Ok(Some(bytes)) => reading::evaluate(&bytes, &file, remembered.good.as_ref()),
+                Err(e) => Reading::unusable(e, remembered.good.as_ref()),
+            };
+            let said: Vec<String> = reading
+                .problems
+                .iter()
+                .map(|(e, fallback)| format!("{e} ({})", fallback.explain()))
+                .collect();
+            warnings.extend(
+                said.iter()
+                    .map(|w| (w.clone(), !remembered.said.contains(w))),
+            );
+            remembered.said = said;
+            match reading.remember {
+                Remember::Good(object) => remembered.good = Some(object),
+                Remember::Keep => {}
+                Remember::Forget => remembered.good = None,
             }
+            if let Some(problem) = reading.unknown {
+                unknown_permissions.push(UnknownPermissions {
+                    source,
+                    file: file.clone(),
+                    problem,
+                });
+            }
+            errors.extend(reading.problems.into_iter().map(|(e, _)| e));
+            if let Some(object) = reading.contribution {
+                merged.apply(files.len(), &object);
+                files.push(SourceFile { source, file });
+            }
+        }
+        drop(memory);
+        // A managed drop-in directory that cannot be listed may hold the administrator's
+        // deny rules: its rules are unknown.
+        for e in listing_errors {
+            let problem = e.to_string();
+            warnings.push((
+                format!("{problem} ({})", reading::Fallback::RulesUnknown.explain()),
+                true,
+            ));
+            unknown_permissions.push(UnknownPermissions {
+                source: SettingsSource::Managed,
+                file: self.locations.managed_dropin_dir().display().to_string(),
+                problem,
+            });
+            errors.push(e);
         }
         let settings = match document::typed_from_object::<Settings>(&merged.value) {
             Ok(s) => s,
             Err(problem) => {
-                // Every source was valid on its own and merging keeps each known key's
-                // type, so this is not expected; report it rather than hide it.
+                // Every contribution was valid on its own and merging keeps each known
+                // key's type, so this is not expected; report it rather than hide it.
                 errors.push(ConfigError::Rejected {
                     file: PathBuf::from("(merged settings)"),
                     problem,
@@ -170,13 +285,15 @@ impl SettingsFiles {
             value: merged.value.clone(),
             files,
             errors,
+            unknown_permissions,
+            warnings,
             merged,
         }
     }
 
     /// One writable source's current JSON (`None` when the file does not exist).
     pub fn read_source(&self, source: SettingsSource) -> Result<Option<JsonObject>, ConfigError> {
-        let path = self.writable(source)?;
+        let (path, _) = self.writable(source)?;
         let Some(bytes) = atomic::read(path)? else {
             return Ok(None);
         };
@@ -202,8 +319,8 @@ impl SettingsFiles {
         source: SettingsSource,
         edit: impl FnMut(&mut JsonObject) -> T,
     ) -> Result<Updated<T>, ConfigError> {
-        let path = self.writable(source)?;
-        update_object::<Settings, T>(path, edit)
+        let (path, root) = self.writable(source)?;
+        update_object::<Settings, T>(path, &root, edit)
     }
 
     /// Sets (`Some`) or removes (`None`) the value at a key path in a writable source.
@@ -213,15 +330,14 @@ impl SettingsFiles {
         key: &[S],
         value: Option<Value>,
     ) -> Result<Updated<()>, ConfigError> {
-        let path = self.writable(source)?;
+        let (path, root) = self.writable(source)?;
         let outcome =
-            update_object::<Settings, Result<(), keypath::KeyPathError>>(
-                path,
-                |doc| match &value {
+            update_object::<Settings, Result<(), keypath::KeyPathError>>(path, &root, |doc| {
+                match &value {
                     Some(v) => keypath::set(doc, key, v.clone()),
                     None => keypath::remove(doc, key).map(drop),
-                },
-            )?;
+                }
+            })?;
         match outcome.value {
             Ok(()) => Ok(Updated {
                 written: outcome.written,
@@ -234,15 +350,25 @@ impl SettingsFiles {
         }
     }
 
-    fn writable(&self, source: SettingsSource) -> Result<&Path, ConfigError> {
+    /// A writable source's file, and where a write to it may create directories: the
+    /// config directory for user settings (`<config>/settings.json`), the project for its
+    /// files (`<root>/.strata/…`).
+    fn writable(&self, source: SettingsSource) -> Result<(&Path, PathBuf), ConfigError> {
         let path = self
             .locations
             .writable_file(source)
             .ok_or(ConfigError::ReadOnly(source))?;
-        if matches!(source, SettingsSource::Project | SettingsSource::Local) {
+        let levels = if matches!(source, SettingsSource::Project | SettingsSource::Local) {
             refuse_link_out_of_project(path)?;
-        }
-        Ok(path)
+            2
+        } else {
+            1
+        };
+        let root = path
+            .ancestors()
+            .nth(levels)
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        Ok((path, root))
     }
 
     /// Every input in precedence order. Missing managed drop-in directory is not an error;
@@ -292,6 +418,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// config), shared by [`SettingsFiles::update`] and [`crate::GlobalConfigFile::update_raw`].
 pub(crate) fn update_object<T, R>(
     path: &Path,
+    root: &Path,
     mut edit: impl FnMut(&mut JsonObject) -> R,
 ) -> Result<Updated<R>, ConfigError>
 where
@@ -309,7 +436,7 @@ where
             value,
         });
     }
-    let (written, value) = atomic::locked_update(path, |current| {
+    let (written, value) = atomic::locked_update(path, root, |current| {
         let (mut object, _) = parse_or_empty::<T>(current, &label)?;
         let before = object.clone();
         let value = edit(&mut object);

@@ -189,7 +189,7 @@ fn corrupt_file_contributes_nothing_names_line_and_column_and_others_still_apply
 }
 
 #[test]
-fn invalid_known_value_contributes_nothing_with_a_clear_message() {
+fn invalid_permissions_keep_the_other_keys_and_make_the_rules_unknown() {
     let f = Fixture::new();
     let l = &f.locations;
     f.write(&l.user, r#"{"model": "user"}"#);
@@ -198,7 +198,11 @@ fn invalid_known_value_contributes_nothing_with_a_clear_message() {
         "{\n  \"model\": \"project\",\n  \"permissions\": {\"defaultMode\": \"yolo\"}\n}",
     );
     let m = f.files().load();
-    assert_eq!(m.settings.model.as_deref(), Some("user"));
+    // Fail closed: the file's other keys apply, its rules are unknown (no good version of
+    // it was read before).
+    assert_eq!(m.settings.model.as_deref(), Some("project"));
+    assert_eq!(m.unknown_permissions.len(), 1);
+    assert_eq!(m.unknown_permissions[0].source, SettingsSource::Project);
     let shown = m.errors[0]
         .to_string()
         .replace(&f.root.display().to_string(), "<tmp>");
