@@ -117,7 +117,6 @@ fn summary_json(s: &SessionSummary) -> Value {
         "title": s.title,
         "firstPrompt": s.first_prompt,
         "messageCount": s.message_count,
-        "skippedLines": s.skipped_lines,
         "createdAt": s.created_at,
         "updatedAt": s.updated_at,
         "projectDir": s.project(),
@@ -212,7 +211,9 @@ struct ShowJson {
     usage: Value,
     /// How many lines were skipped (`unreadableLines.len()`).
     malformed_lines: usize,
-    /// Each skipped line: `line`, `column`, `reason`.
+    /// Each skipped line: `line`, `column`, `reason` (left out when there is none, so
+    /// the report of an intact session is unchanged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     unreadable_lines: Vec<Value>,
     subagents: Vec<Value>,
 }
