@@ -53,6 +53,8 @@ pub struct SessionSummary {
     pub first_prompt: Option<String>,
     /// `user` and `assistant` lines of the main conversation.
     pub message_count: usize,
+    /// Lines that could not be read as records, skipped (not counted as messages).
+    pub skipped_lines: usize,
     /// The first entry's timestamp.
     pub created_at: Option<String>,
     /// The last entry's timestamp.
@@ -254,6 +256,7 @@ fn summary_of(dir: &Path, f: &Found, s: &ScanState) -> SessionSummary {
         title: s.custom_title.clone().or_else(|| s.ai_title.clone()),
         first_prompt: s.first_prompt.clone().or_else(|| s.command.clone()),
         message_count: s.message_count,
+        skipped_lines: s.skipped_lines,
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),
         modified: f.modified,

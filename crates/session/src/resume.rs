@@ -66,12 +66,31 @@ pub enum ResumeError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The file holds no transcript line at all (`/etc/passwd`, a file of garbage):
+    /// there is nothing to resume, and starting an empty session in its place would
+    /// hide the mistake.
+    #[error(
+        "{} is not a session transcript: it holds no transcript line ({detail}); nothing was resumed — give the id or the path of a strata or Claude Code session",
+        path.display()
+    )]
+    NotATranscript {
+        /// The file.
+        path: PathBuf,
+        /// What the file holds instead: how many lines could not be read and the first
+        /// one's place and problem, or that it is empty.
+        detail: String,
+    },
     /// The fork's transcript already exists; nothing was written.
     #[error("cannot fork into {}: the file already exists", path.display())]
     Exists {
         /// The file.
         path: PathBuf,
     },
+}
+
+/// `line 3 column 12: expected an object`.
+fn describe_malformed(l: &MalformedLine) -> String {
+    format!("line {} column {}: {}", l.line, l.column, l.reason)
 }
 
 /// A sub-agent transcript of a session.
@@ -189,6 +208,54 @@ impl LoadedSession {
     /// Lines that could not be read (skipped), with line, column and reason.
     pub fn malformed(&self) -> &[MalformedLine] {
         self.transcript.malformed()
+    }
+
+    /// How many lines are transcript entries: JSON objects whose `type` is one the
+    /// format knows (messages, system lines, progress, attachments, metadata).
+    pub fn transcript_line_count(&self) -> usize {
+        let t = &self.transcript;
+        t.lines
+            .iter()
+            .chain(&t.pre_boundary)
+            .filter(|l| l.kind != LineKind::Unknown)
+            .count()
+    }
+
+    /// Whether this can be resumed: an error naming the file when it holds no transcript
+    /// line at all (then it is not a session; see [`ResumeError::NotATranscript`]).
+    pub fn check_resumable(&self) -> Result<(), ResumeError> {
+        if self.transcript_line_count() > 0 {
+            return Ok(());
+        }
+        let malformed = self.malformed();
+        let detail = match malformed.first() {
+            Some(first) => format!(
+                "{} unreadable line(s), the first at {}",
+                malformed.len(),
+                describe_malformed(first)
+            ),
+            None if self.transcript.entry_count() > 0 => {
+                "only JSON objects without a transcript entry's type".to_owned()
+            }
+            None => "the file is empty".to_owned(),
+        };
+        Err(ResumeError::NotATranscript {
+            path: self.path.clone(),
+            detail,
+        })
+    }
+
+    /// The warning to give when resuming skipped unreadable lines (with their count and
+    /// the first one's place); `None` when every line was read.
+    pub fn skipped_lines_warning(&self) -> Option<String> {
+        let malformed = self.malformed();
+        let first = malformed.first()?;
+        Some(format!(
+            "{} unreadable line(s) of {} were skipped (the first at {}); the rest of the session was resumed",
+            malformed.len(),
+            self.path.display(),
+            describe_malformed(first)
+        ))
     }
 
     /// Gaps bridged and cycles cut while rebuilding the conversation.

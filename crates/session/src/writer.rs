@@ -16,6 +16,12 @@
 //!   (group commit: under load, everything that queued up during the previous write goes
 //!   out in the next one), which is well within the required 100 ms. A process crash
 //!   therefore loses at most the records being written (SP-5).
+//! - [`TranscriptWriter::append_written`] returns once its record has been handed to the
+//!   kernel (`write` returned): the *written* acknowledgement, distinct from the fsync
+//!   one. A record shown to anyone (printed on stdout, sent to a client) must have it
+//!   first, so that a kill -9 right after the showing still finds the record in the file
+//!   (the kernel keeps what `write` accepted when the process dies; only a crash of the
+//!   machine needs the fsync). Plain [`TranscriptWriter::append`] does not wait.
 //! - [`TranscriptWriter::turn_end`] / [`TranscriptWriter::sync`] return only after every
 //!   record appended before them is on disk (`fdatasync`, plus the parent directory when
 //!   the file was just created). That return is the acknowledgement: a record
@@ -265,6 +271,38 @@ impl TranscriptWriter {
     /// Never waits for the disk, except when 16 MiB are queued and not yet written (a
     /// disk far slower than the agent): then it waits for room rather than grow memory.
     pub fn append<R: TranscriptRecord + ?Sized>(&self, entry: &R) -> Result<(), WriterError> {
+        self.append_at(entry).map(|_| ())
+    }
+
+    /// Appends one entry and returns once its line has been handed to the kernel (the
+    /// writer thread's `write` returned): from then on the record survives the death of
+    /// this process, even by `SIGKILL` (not a crash of the machine: that needs
+    /// [`sync`](Self::sync)). Call it for every record that is shown to anyone — printed,
+    /// sent to a client — before it is shown, so that what was seen is what a resume
+    /// finds.
+    ///
+    /// Costs one round trip to the writer thread (a few microseconds when idle); under
+    /// load the record rides in the thread's next batch like any other, so group commit
+    /// is kept. Errors as [`append`](Self::append), and also when the write of this
+    /// record fails (it stays queued and is retried, but it is not in the file now).
+    ///
+    /// A metadata entry appended before the session's first message is held in memory
+    /// (no file exists until a message arrives); this then returns once the thread holds
+    /// it, since no file could be missing it yet.
+    pub fn append_written<R: TranscriptRecord + ?Sized>(
+        &self,
+        entry: &R,
+    ) -> Result<(), WriterError> {
+        let position = self.append_at(entry)?;
+        let shared = &self.inner.shared;
+        self.inner
+            .queue
+            .wait_written(position, || shared.current_error())
+            .map_err(|e| WriterError::from_stored(&self.inner.path, e))
+    }
+
+    /// [`append`](Self::append), returning the record's end position in the queue.
+    fn append_at<R: TranscriptRecord + ?Sized>(&self, entry: &R) -> Result<u64, WriterError> {
         thread_local! {
             // Reused across appends so serializing does not allocate in the steady state.
             static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -302,7 +340,7 @@ impl TranscriptWriter {
         let mut line = Vec::with_capacity(json.len() + 1);
         line.extend_from_slice(json.as_bytes());
         line.push(b'\n');
-        self.send(&line, starts)
+        self.send(&line, starts).map(|_| ())
     }
 
     /// Ends a turn: returns once every entry appended before this call is durable.
@@ -353,14 +391,16 @@ impl TranscriptWriter {
         self.sync()
     }
 
-    fn send(&self, line: &[u8], starts: bool) -> Result<(), WriterError> {
-        self.inner
+    /// Queues a whole line; returns its end position (for the written acknowledgement).
+    fn send(&self, line: &[u8], starts: bool) -> Result<u64, WriterError> {
+        let position = self
+            .inner
             .queue
             .push(line, starts)
             .map_err(|_| self.stopped())?;
         match self.inner.shared.current_error() {
             Some(stored) => Err(WriterError::from_stored(&self.inner.path, stored)),
-            None => Ok(()),
+            None => Ok(position),
         }
     }
 

@@ -236,7 +236,14 @@ fn sp5_disk_full_is_reported_and_never_acknowledged() {
     // Every write to /dev/full fails with ENOSPC, as on a full disk.
     std::os::unix::fs::symlink("/dev/full", &path).unwrap();
     let w = TranscriptWriter::open(&path).unwrap();
-    w.append(&user(1)).unwrap();
+    // The thread may write (and fail) before `append` returns, which then already
+    // reports the failure; either way the record is never acknowledged below.
+    if let Err(e) = w.append(&user(1)) {
+        assert!(
+            matches!(&e, WriterError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull),
+            "{e:?}"
+        );
+    }
     let err = w
         .turn_end()
         .expect_err("a record that was not written must not be acknowledged");
@@ -273,5 +280,79 @@ fn sp2_subagent_transcript_lives_under_the_session_folder() {
     assert!(
         !layout.transcript().exists(),
         "the main transcript is separate"
+    );
+}
+
+/// Issue 16 "acknowledged means written": once `append_written` returns, the line is in
+/// the file for any reader (the kernel has it), with no sync in between. Plain `append`
+/// only queues, so reading right after it finds the line missing much of the time.
+#[test]
+fn append_written_returns_only_once_the_line_is_in_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let w = TranscriptWriter::open(&path).unwrap();
+    let mut handles = Vec::new();
+    for t in 0..4u64 {
+        let w = w.clone();
+        let path = path.clone();
+        handles.push(std::thread::spawn(move || {
+            for i in 0..150u64 {
+                let n = t * 1_000 + i;
+                w.append_written(&user(n)).unwrap();
+                let text = std::fs::read_to_string(&path).unwrap();
+                let uuid = format!("\"uuid\":\"u{n}\"");
+                assert!(
+                    text.contains(&uuid),
+                    "record u{n} was acknowledged as written but is not in the file"
+                );
+            }
+        }));
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+    w.close().unwrap();
+    assert_eq!(lines(&path).len(), 600);
+}
+
+/// A record whose write failed is never acknowledged as written (a full disk): the
+/// caller learns it and must not show the record.
+#[test]
+fn append_written_reports_a_failed_write_instead_of_acknowledging_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+    let w = TranscriptWriter::open(&path).unwrap();
+    let started = Instant::now();
+    let err = w
+        .append_written(&user(1))
+        .expect_err("a record that could not be written must not be acknowledged as written");
+    assert!(
+        matches!(&err, WriterError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("s.jsonl"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "it does not hang"
+    );
+}
+
+/// Metadata before the first message is held in memory (no file yet); waiting for it
+/// to be written returns instead of hanging until a message comes.
+#[test]
+fn append_written_of_held_metadata_does_not_wait_for_a_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.jsonl");
+    let w = TranscriptWriter::open(&path).unwrap();
+    w.append_written(&json!({"type": "custom-title", "customTitle": "t"}))
+        .unwrap();
+    assert!(!path.exists(), "metadata alone still creates no file");
+    w.append_written(&user(1)).unwrap();
+    let got = lines(&path);
+    assert_eq!(
+        got.len(),
+        2,
+        "the held metadata goes out with the message: {got:?}"
     );
 }

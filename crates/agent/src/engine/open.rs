@@ -50,6 +50,12 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         Some(target) => Some(load_resumed(&config_dir, &project_root, target)?),
         None => None,
     };
+    if let Some(skipped) = resumed
+        .as_ref()
+        .and_then(|(_, loaded)| loaded.skipped_lines_warning())
+    {
+        warnings.push(skipped);
+    }
     let (session_id, transcript_path, mut loaded) = match resumed {
         None => (uuid::Uuid::new_v4(), None, None),
         Some((path, loaded)) => {
@@ -252,6 +258,11 @@ fn load_resumed(
         }
     };
     let loaded = LoadedSession::load(&path).map_err(|e| OpenError::Other(e.to_string()))?;
+    // A file with no transcript line is not a session: an error naming it, never an
+    // empty session started in its place (issue 16).
+    loaded
+        .check_resumable()
+        .map_err(|e| OpenError::Other(e.to_string()))?;
     Ok((path, loaded))
 }
 

@@ -5,6 +5,13 @@
 //! one user line per tool result) gets a fresh uuid and the previous line as its parent,
 //! exactly as the reference agent writes them, so either program can resume the other's
 //! sessions. Metadata lines (file-history snapshots) do not join the chain.
+//!
+//! Conversation lines are appended with the writer's *written* acknowledgement
+//! ([`TranscriptWriter::append_written`]): `user` and `assistant` return only once the
+//! line has been handed to the kernel, because their callers emit the message to the
+//! client right after, and a client must never see a record that a kill -9 could keep
+//! out of the file (issue 16: "acknowledged means written"). Metadata lines are not
+//! shown to anyone and are appended without waiting.
 
 use crate::sync::lock;
 use std::sync::Mutex;
@@ -55,7 +62,8 @@ impl Recorder {
         }
     }
 
-    /// Appends a user line; returns its uuid.
+    /// Appends a user line; returns its uuid once the line is written (see the module
+    /// docs), so the caller may show it.
     pub(crate) fn user(&self, message: Message, line: UserLine) -> Result<String, WriterError> {
         let mut leaf = lock(&self.leaf);
         let mut envelope = self.envelope(leaf.clone());
@@ -77,12 +85,13 @@ impl Recorder {
             source_tool_assistant_uuid: line.source_assistant_uuid,
             extra,
         });
-        self.writer.append(&entry)?;
+        self.writer.append_written(&entry)?;
         *leaf = Some(uuid.clone());
         Ok(uuid)
     }
 
-    /// Appends an assistant line (one content block of a response); returns its uuid.
+    /// Appends an assistant line (one content block of a response); returns its uuid once
+    /// the line is written, so the caller may show it.
     pub(crate) fn assistant(
         &self,
         message: AssistantMessage,
@@ -98,7 +107,7 @@ impl Recorder {
             is_api_error_message: None,
             extra: Map::new(),
         });
-        self.writer.append(&entry)?;
+        self.writer.append_written(&entry)?;
         *leaf = Some(uuid.clone());
         Ok(uuid)
     }

@@ -22,6 +22,7 @@ use strata_protocol::message::{ContentBlock, MessageContent};
 use strata_protocol::transcript::{Entry, EntryKind};
 use strata_session::chain::Repair;
 use strata_session::listing::{self, Listing, SessionSummary};
+use strata_session::reader::MalformedLine;
 use strata_session::resume::{self, LoadedSession};
 
 use crate::commands::output;
@@ -92,6 +93,14 @@ fn list(args: ListArgs) -> anyhow::Result<()> {
     .map_err(|e| Failure::failed(e.to_string()))?;
     for (path, why) in &listing.unreadable {
         eprintln!("skipped unreadable transcript {}: {why}", path.display());
+    }
+    for s in listing.sessions.iter().filter(|s| s.skipped_lines > 0) {
+        eprintln!(
+            "{}: {} unreadable line(s) skipped (`strata sessions show {}` says where)",
+            s.path.display(),
+            s.skipped_lines,
+            s.session_id
+        );
     }
     if args.json {
         let rows: Vec<Value> = listing.sessions.iter().map(summary_json).collect();
@@ -200,12 +209,37 @@ struct ShowJson {
     repairs: Vec<Value>,
     metadata: Value,
     usage: Value,
+    /// How many lines were skipped (`unreadableLines.len()`).
     malformed_lines: usize,
+    /// Each skipped line: `line`, `column`, `reason` (left out when there is none, so
+    /// the report of an intact session is unchanged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unreadable_lines: Vec<Value>,
     subagents: Vec<Value>,
+}
+
+/// serde's message without its position ("at line 1 column …": serde sees one line
+/// alone, so its line number is never the file's).
+fn serde_reason(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    let position = format!(" at line {} column {}", err.line(), err.column());
+    text.strip_suffix(&position).unwrap_or(&text).to_owned()
+}
+
+/// One skipped line as `show --json` reports it.
+fn unreadable_json(l: &MalformedLine) -> Value {
+    json!({
+        "line": l.line,
+        "column": l.column,
+        "reason": l.reason,
+        "tornTail": l.torn_tail,
+        "recoveredRecord": l.recovered_record,
+    })
 }
 
 fn show_json(s: &LoadedSession) -> anyhow::Result<ShowJson> {
     let mut messages = Vec::new();
+    let mut unreadable: Vec<Value> = s.malformed().iter().map(unreadable_json).collect();
     for e in s
         .live_entries()
         .map_err(|e| Failure::failed(e.to_string()))?
@@ -214,9 +248,22 @@ fn show_json(s: &LoadedSession) -> anyhow::Result<ShowJson> {
             e.kind,
             EntryKind::User | EntryKind::Assistant | EntryKind::System
         ) {
-            messages.push(RawValue::from_string(e.json)?);
+            // The reader has already checked every line; should serde still refuse one,
+            // it is one bad record, skipped and counted with its own line number, never
+            // the end of the whole report.
+            match RawValue::from_string(e.json) {
+                Ok(raw) => messages.push(raw),
+                Err(err) => unreadable.push(json!({
+                    "line": e.line,
+                    "column": err.column(),
+                    "reason": serde_reason(&err),
+                    "tornTail": false,
+                    "recoveredRecord": false,
+                })),
+            }
         }
     }
+    unreadable.sort_by_key(|v| v["line"].as_u64());
     let m = &s.metadata;
     let pr_link = m.pr_link.as_ref().map(
         |p| json!({"prNumber": p.pr_number, "prUrl": p.pr_url, "prRepository": p.pr_repository}),
@@ -250,7 +297,8 @@ fn show_json(s: &LoadedSession) -> anyhow::Result<ShowJson> {
             "prLink": pr_link,
         }),
         usage: json!({"byModel": by_model, "totalCostUSD": s.usage.total_cost_usd}),
-        malformed_lines: s.malformed().len(),
+        malformed_lines: unreadable.len(),
+        unreadable_lines: unreadable,
         subagents: s
             .subagents
             .iter()

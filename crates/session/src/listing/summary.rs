@@ -26,6 +26,10 @@ pub(crate) struct ScanState {
     pub(crate) cwd: Option<String>,
     pub(crate) custom_title: Option<String>,
     pub(crate) ai_title: Option<String>,
+    /// Lines that are not transcript records (not JSON, torn, a raw control character):
+    /// skipped and counted, as resume and `sessions show` skip and count them.
+    #[serde(default)]
+    pub(crate) skipped_lines: usize,
 }
 
 /// How many leading bytes the fingerprint covers.
@@ -44,6 +48,13 @@ impl ScanState {
         let buf = &buf[..complete];
         let mut last_with_time = None;
         for (start, end) in lines(buf) {
+            // Every line is checked in full, as resume reads it: a bad record is skipped
+            // (and counted) here too, so the listing's message count is the one `show`
+            // and resume give. (A torn final line without its newline is not fed yet.)
+            if scan_line(buf, start, end, 0).is_err() {
+                self.skipped_lines += 1;
+                continue;
+            }
             let (head, sidechain) = scan_head(buf, start, end);
             let ty: &[u8] = match head {
                 Head::Type(t) => &buf[t.start..t.end],

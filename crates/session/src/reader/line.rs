@@ -291,6 +291,7 @@ impl LineInfo {
 
 /// Scans `buf[start..end]` as one transcript line.
 pub(crate) fn scan_line(buf: &[u8], start: usize, end: usize, number: u32) -> ScanResult<LineInfo> {
+    super::scan::check_text(buf, start, end)?;
     let mut info = LineInfo {
         start,
         seg: 0,

@@ -429,6 +429,56 @@ fn find_quote_or_backslash(buf: &[u8], from: usize, end: usize) -> Option<usize>
     memchr2(b'"', b'\\', &buf[i..end]).map(|k| i + k)
 }
 
+/// Checks what the structural walk leaves out, on the whole line `buf[start..end]`: the
+/// text is UTF-8, and no string holds a raw control character (JSON requires them
+/// escaped). Either would make the line fail later, when serde reads its body — after
+/// the line had been counted as good, and with serde's line number (always 1) instead of
+/// the file's. Both checks run over the bytes at memory speed: the control-byte test is
+/// written so the compiler vectorizes it, and the exact position is only looked for in
+/// the rare line that has such a byte (raw tabs between tokens are valid and pass).
+pub(crate) fn check_text(buf: &[u8], start: usize, end: usize) -> ScanResult<()> {
+    let line = &buf[start..end];
+    if let Err(e) = std::str::from_utf8(line) {
+        return Err(ScanError {
+            at: start + e.valid_up_to(),
+            what: "invalid UTF-8",
+        });
+    }
+    if !has_control_byte(line) {
+        return Ok(());
+    }
+    match control_in_string(line) {
+        Some(k) => Err(ScanError {
+            at: start + k,
+            what: "raw control character in a string (it must be escaped, as \\u00XX)",
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Whether any byte of `bytes` is below 0x20 (branch-free per chunk, so it vectorizes).
+fn has_control_byte(bytes: &[u8]) -> bool {
+    bytes
+        .chunks(64)
+        .any(|c| c.iter().fold(0u8, |acc, &b| acc | u8::from(b < 0x20)) != 0)
+}
+
+/// The offset of the first byte below 0x20 inside a string of `line`, if any.
+fn control_in_string(line: &[u8]) -> Option<usize> {
+    let mut in_string = false;
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'\\' if in_string => i += 1, // the escaped byte is not a quote
+            b'"' => in_string = !in_string,
+            b if b < 0x20 && in_string => return Some(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// The bytes of a string span (still escaped when `span.escaped`).
 pub(crate) fn raw(buf: &[u8], span: StrSpan) -> &[u8] {
     &buf[span.start..span.end]

@@ -8,6 +8,14 @@
 //! allocates in the steady state). Sync requests ride along and are answered after the
 //! records queued before them are durable. Ordering is the buffer's order: a record
 //! appended before a sync request is in the same or an earlier batch.
+//!
+//! The queue also carries the *written* acknowledgement (distinct from the fsync one):
+//! every byte pushed has a position (bytes pushed since the writer opened), and after
+//! each round the thread publishes the position up to which everything has been handed
+//! to the kernel. A producer that must not show a record to anyone before it is in the
+//! file ([`super::TranscriptWriter::append_written`]) waits for that position. The
+//! thread pays one extra lock per round (not per record) and wakes nobody when no one
+//! waits, so group commit keeps its throughput.
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -32,6 +40,13 @@ struct State {
     closed: bool,
     worker_idle: bool,
     worker_gone: bool,
+    /// Bytes pushed since the writer opened: the position of the end of the last record.
+    pushed: u64,
+    /// Position up to which every record has been written (or, before the first
+    /// message, taken to be held in memory: see `acknowledge`).
+    written: u64,
+    /// Producers waiting in [`Queue::wait_written`].
+    written_waiters: usize,
 }
 
 #[derive(Debug, Default)]
@@ -39,6 +54,8 @@ pub(crate) struct Queue {
     state: Mutex<State>,
     work: Condvar,
     room: Condvar,
+    /// Signalled when `written` moves, a write fails or the thread stops.
+    written: Condvar,
 }
 
 /// What the thread took in one round.
@@ -48,6 +65,9 @@ pub(crate) struct Taken {
     pub(crate) syncs: Vec<Reply>,
     /// No handle is left: finish and stop.
     pub(crate) closed: bool,
+    /// The position of the end of the last byte taken (everything before it is now the
+    /// thread's).
+    pub(crate) through: u64,
 }
 
 impl Queue {
@@ -55,8 +75,9 @@ impl Queue {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues one whole record (newline included).
-    pub(crate) fn push(&self, line: &[u8], starts: bool) -> Result<(), Stopped> {
+    /// Queues one whole record (newline included); returns its end position, for
+    /// [`Queue::wait_written`].
+    pub(crate) fn push(&self, line: &[u8], starts: bool) -> Result<u64, Stopped> {
         let mut s = self.lock();
         while s.records.len() >= MAX_QUEUED && !s.worker_gone {
             s = self.room.wait(s).unwrap_or_else(PoisonError::into_inner);
@@ -65,9 +86,58 @@ impl Queue {
             return Err(Stopped);
         }
         s.records.extend_from_slice(line);
+        s.pushed += line.len() as u64;
         s.starts |= starts;
         self.wake(&mut s);
-        Ok(())
+        Ok(s.pushed)
+    }
+
+    /// Waits until every record up to `position` has been written (see
+    /// [`Queue::acknowledge`]), or until writing fails (`failed` says whether it does
+    /// now) or the thread stops.
+    pub(crate) fn wait_written(
+        &self,
+        position: u64,
+        failed: impl Fn() -> Option<StoredError>,
+    ) -> Result<(), StoredError> {
+        let mut s = self.lock();
+        loop {
+            if s.written >= position {
+                return Ok(());
+            }
+            if s.worker_gone {
+                return Err(StoredError::Stopped);
+            }
+            // A failed write keeps its records and retries them, but the caller must not
+            // act as if this one were in the file.
+            if let Some(err) = failed() {
+                return Err(err);
+            }
+            s.written_waiters += 1;
+            s = self.written.wait(s).unwrap_or_else(PoisonError::into_inner);
+            s.written_waiters -= 1;
+        }
+    }
+
+    /// Thread side: every record up to `through` is in the file (or is metadata held in
+    /// memory because the session has no message, hence no file, yet: nothing a reader
+    /// of the file could miss). Wakes the producers waiting for it, if any.
+    pub(crate) fn acknowledge(&self, through: u64) {
+        let mut s = self.lock();
+        if through > s.written {
+            s.written = through;
+        }
+        if s.written_waiters > 0 {
+            self.written.notify_all();
+        }
+    }
+
+    /// Thread side: a write failed; producers waiting for it learn so.
+    pub(crate) fn write_failed(&self) {
+        let s = self.lock();
+        if s.written_waiters > 0 {
+            self.written.notify_all();
+        }
     }
 
     /// Queues a sync request behind the records queued so far.
@@ -131,6 +201,7 @@ impl Queue {
             starts: std::mem::take(&mut s.starts),
             syncs: std::mem::take(&mut s.syncs),
             closed: s.closed,
+            through: s.pushed,
         }
     }
 
@@ -141,6 +212,7 @@ impl Queue {
             let mut s = self.lock();
             s.worker_gone = true;
             self.room.notify_all();
+            self.written.notify_all();
             std::mem::take(&mut s.syncs)
         };
         for reply in syncs {

@@ -175,6 +175,11 @@ impl Worker {
             let taken = queue.take(&mut self.pending, timeout);
             self.wants_file |= taken.starts;
             let written = self.write_pending();
+            if written.is_ok() && !self.has_unwritten() {
+                queue.acknowledge(taken.through);
+            } else if written.is_err() {
+                queue.write_failed();
+            }
             if !taken.syncs.is_empty() {
                 let result = written.and_then(|()| self.fsync());
                 for reply in taken.syncs {
