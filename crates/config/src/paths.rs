@@ -6,6 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
+mod containment;
+
+pub use self::containment::{
+    NameCase, normalize_lexically, path_within, path_within_as_written, resolve_existing,
+    resolves_within, same_name,
+};
+
 /// The environment variable that chooses the config directory.
 pub const CONFIG_DIR_ENV: &str = "STRATA_CONFIG_DIR";
 
@@ -97,19 +104,6 @@ pub fn project_root(cwd: &Path) -> PathBuf {
         .find(|dir| dir.join(".git").exists())
         .map(Path::to_path_buf)
         .unwrap_or(resolved)
-}
-
-/// Whether `path` is inside `root` where it really leads: the deepest part of it that
-/// exists, with symbolic links resolved, lies under `root` resolved (so a link inside
-/// `root` pointing out of it is outside). When `root` does not exist, nothing can lead
-/// out of it, and `path` is compared as written.
-pub fn resolves_within(path: &Path, root: &Path) -> bool {
-    let Ok(real_root) = std::fs::canonicalize(root) else {
-        return path.starts_with(root);
-    };
-    path.ancestors()
-        .find_map(|a| std::fs::canonicalize(a).ok())
-        .is_some_and(|real| real.starts_with(&real_root))
 }
 
 /// `<config>/projects`: one folder per project, holding its session transcripts.

@@ -119,9 +119,14 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         .or_else(|| conversation.as_ref().and_then(|c| c.model.clone()));
 
     // Permissions and tools.
-    let (permissions, permission_warnings) =
+    let (mut permissions, permission_warnings) =
         PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)
             .map_err(|e| OpenError::Other(e.to_string()))?;
+    // The config directory this session runs with is protected too (it may differ from
+    // the environment's, e.g. in tests and embedders).
+    permissions
+        .protected_dirs
+        .push(std::path::absolute(&config_dir).unwrap_or_else(|_| config_dir.clone()));
     warnings.extend(permission_warnings);
     let tools =
         ToolRegistry::default().filtered(|t| !permissions.rules.denies_tool_entirely(t.name()));
@@ -266,12 +271,12 @@ fn load_resumed(
     Ok((path, loaded))
 }
 
-/// Whether `path` is a transcript under the config directory's `projects/` (compared
-/// resolved, so a relative or linked spelling of the same place counts).
+/// Whether `path` is a transcript under the config directory's `projects/` (the shared
+/// containment test, so a linked spelling of the same place counts).
 fn in_config_dir(config_dir: &Path, path: &Path) -> bool {
     let projects = strata_config::paths::projects_dir(config_dir);
-    let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    resolve(path).starts_with(resolve(&projects))
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    strata_config::paths::resolves_within(&absolute(path), &absolute(&projects))
 }
 
 /// The git branch of `dir`'s repository, read from `.git/HEAD` (no process spawned:

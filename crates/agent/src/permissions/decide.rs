@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use strata_protocol::permission::PermissionMode;
 
-use super::matching::{CommandLine, ResolvedPath, compile_path_pattern, is_inside};
+use super::matching::{CommandLine, ResolvedPath, compile_path_pattern, is_inside, is_protected};
 use super::rules::{PermissionRule, RuleBehavior};
 use super::{PermissionContext, PermissionDecision};
 use crate::tools::{PermissionSubject, Tool};
@@ -34,6 +34,9 @@ struct Call<'a> {
     subject: Subject,
     /// `Bash with command "…"`, `Edit on /path`: for reasons.
     describe: String,
+    /// For a write to a protected path: what the path configures (see
+    /// [`is_protected`]). Such a write always asks, whatever allow rule or mode.
+    protected: Option<&'static str>,
 }
 
 impl PermissionContext {
@@ -60,6 +63,10 @@ impl PermissionContext {
             }
             None => (Subject::None, Class::Other, tool.name().to_owned()),
         };
+        let protected = match &subject {
+            Subject::Path(p) if class == Class::EditsPath => self.protected(p),
+            _ => None,
+        };
         let call = Call {
             tool: tool.name(),
             cwd,
@@ -67,6 +74,7 @@ impl PermissionContext {
             class,
             subject,
             describe,
+            protected,
         };
         let ask_reason = match self.decide(&call) {
             Ok(decision) => return decision,
@@ -77,6 +85,14 @@ impl PermissionContext {
                 reason: format!(
                     "{ask_reason}. Permission mode dontAsk denies anything that would need \
                      approval."
+                ),
+            }
+        } else if self.should_avoid_prompts && call.protected.is_some() {
+            PermissionDecision::Deny {
+                reason: format!(
+                    "{ask_reason}, and no permission prompt can be shown here, so it was denied \
+                     automatically. No allow rule covers a protected file: the user can make \
+                     this change, or run strata with the permission to approve it."
                 ),
             }
         } else if self.should_avoid_prompts {
@@ -121,6 +137,17 @@ impl PermissionContext {
         if self.mode == PermissionMode::BypassPermissions && self.bypass.is_available() {
             return Ok(PermissionDecision::Allow);
         }
+        // Before allow rules and accept-edits: a write that changes what the agent, git
+        // or the shell do would let the model give itself more than the rule meant
+        // (`Write(/**)` writing `.strata/settings.local.json` to allow Bash).
+        if let (Some(what), Subject::Path(p)) = (call.protected, &call.subject) {
+            return Err(format!(
+                "{} requires approval: {} is {what}, a protected path that no allow rule or \
+                 accept-edits mode covers (only bypassPermissions mode skips this)",
+                call.describe,
+                p.lexical.display()
+            ));
+        }
         if self.allowed_by_rules(call) {
             return Ok(PermissionDecision::Allow);
         }
@@ -131,20 +158,8 @@ impl PermissionContext {
         if call.read_only && (inside || matches!(call.subject, Subject::None)) {
             return Ok(PermissionDecision::Allow);
         }
+        // Protected paths were sent to the prompt above.
         if self.mode == PermissionMode::AcceptEdits && call.class == Class::EditsPath && inside {
-            let roots: Vec<&Path> = std::iter::once(self.project_root.as_path())
-                .chain(self.additional_directories.iter().map(PathBuf::as_path))
-                .collect();
-            if let Subject::Path(p) = &call.subject
-                && super::matching::is_protected(p, &roots)
-            {
-                return Err(format!(
-                    "{} requires approval: it edits {}, which changes what strata, git or the shell \
-                     do (accept-edits mode does not cover it)",
-                    call.describe,
-                    p.lexical.display()
-                ));
-            }
             return Ok(PermissionDecision::Allow);
         }
         let where_ = match &call.subject {
@@ -152,6 +167,29 @@ impl PermissionContext {
             _ => "",
         };
         Err(format!("{}{where_} requires approval", call.describe))
+    }
+
+    /// Whether a write to `path` is a protected one ([`is_protected`] with this
+    /// context's working directories and config directories): what the path configures.
+    pub(crate) fn protected(&self, path: &ResolvedPath) -> Option<&'static str> {
+        let roots: Vec<&Path> = std::iter::once(self.project_root.as_path())
+            .chain(self.additional_directories.iter().map(PathBuf::as_path))
+            .collect();
+        is_protected(path, &roots, &self.protected_dirs)
+    }
+
+    /// Whether writing the file at `path` (relative paths against `cwd`) needs
+    /// approval whatever the allow rules say: for tools that write files other than
+    /// through a path subject (a Bash redirection target), so they ask as Write and
+    /// Edit do. `Some(the reason)` when protected.
+    pub fn protected_write(&self, path: &Path, cwd: &Path) -> Option<String> {
+        let resolved = ResolvedPath::new(path, cwd);
+        self.protected(&resolved).map(|what| {
+            format!(
+                "writing {} requires approval: it is {what}, a protected path",
+                resolved.lexical.display()
+            )
+        })
     }
 
     fn inside_working_dirs(&self, path: &ResolvedPath) -> bool {

@@ -14,12 +14,14 @@
 //! relative patterns are anchored at the project root (`src/**`). A pattern that names
 //! a directory also covers everything inside it (a trailing `/` is accepted).
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use strata_config::paths::{
+    NameCase, normalize_lexically, path_within, path_within_as_written, resolve_existing, same_name,
+};
 
 use crate::tools::bash::shell::{SimpleCommand, split_command};
-use crate::tools::files_normalize;
 
 /// Whether `pattern` (a `Bash(…)` rule's pattern) matches one command text.
 pub(crate) fn command_matches(pattern: &str, command: &str) -> bool {
@@ -85,7 +87,8 @@ impl CommandLine {
 }
 
 /// A path a call touches, in the two forms rules are checked against: as written
-/// (normalised lexically) and with symlinks resolved (as far as the path exists).
+/// (normalised lexically, which is also the path the file tools open) and where it
+/// really leads ([`resolve_existing`]: links resolved, dangling ones followed).
 #[derive(Debug, Clone)]
 pub(crate) struct ResolvedPath {
     pub(crate) lexical: PathBuf,
@@ -95,97 +98,133 @@ pub(crate) struct ResolvedPath {
 impl ResolvedPath {
     /// Resolves `path` against `cwd` when relative.
     pub(crate) fn new(path: &Path, cwd: &Path) -> Self {
-        let lexical = files_normalize(&cwd.join(path));
+        let lexical = normalize_lexically(&cwd.join(path));
         let real = resolve_existing(&lexical);
         Self { lexical, real }
     }
 
     /// Both forms, for "does any form match" (deny, ask) and "do all forms match"
-    /// (allow, inside the project).
+    /// (allow).
     pub(crate) fn forms(&self) -> [&Path; 2] {
         [&self.lexical, &self.real]
     }
 }
 
-/// Canonicalises the longest existing ancestor of `path` and appends the rest, so a
-/// symlink inside the project that points elsewhere is seen for what it is, also for
-/// a file about to be created.
-pub(crate) fn resolve_existing(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut tail = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in tail.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (
-            existing.file_name().map(ToOwned::to_owned),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                tail.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
-
-/// Whether `path` is `dir` or inside it, in both forms (each compared to the same form
-/// of `dir`).
+/// Whether `path` leads to `dir` or inside it, where both really lead (the shared
+/// containment test, [`path_within`]). Where it leads is what a write changes, so a
+/// spelling outside that leads inside counts as inside, and a link inside leading out
+/// does not.
 pub(crate) fn is_inside(path: &ResolvedPath, dir: &Path) -> bool {
-    let dir_lexical = files_normalize(dir);
-    let dir_real = resolve_existing(&dir_lexical);
-    path.lexical.starts_with(&dir_lexical) && path.real.starts_with(&dir_real)
+    path_within(&path.lexical, dir, NameCase::Exact).is_some()
 }
 
-/// Folders whose files configure tools that run code or grant permissions: an edit there
-/// can give the model more than an edit (a `.strata/settings.json` allowing Bash, a git
-/// hook, an editor task that runs on open).
-const PROTECTED_DIRS: [&str; 6] = [".git", ".strata", ".claude", ".vscode", ".idea", ".husky"];
-/// Files that run commands or configure git for every later shell or repository
-/// (`.envrc`: direnv runs it on entering the directory).
-const PROTECTED_FILES: [&str; 11] = [
-    ".envrc",
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".gitconfig",
-    ".gitmodules",
+/// What a protected path configures, for the reason a prompt or a denial gives.
+const AGENT: &str = "strata's or the reference agent's settings and state";
+const GIT: &str = "git's configuration or hooks";
+const SHELL: &str = "a shell start-up file";
+const EDITOR: &str = "an editor's settings (which can run tasks)";
+const SSH: &str = "ssh's configuration or keys";
+const MCP: &str = "the MCP servers the agent starts";
+
+/// Folders whose files configure programs that run code or grant permissions: an
+/// edit there gives the model more than an edit (a `.strata/settings.local.json`
+/// allowing Bash, a git hook, an editor task run on open). Matched by name, in any
+/// case, at any depth below the working directory holding the path (anywhere in it
+/// when outside them).
+const PROTECTED_DIRS: [(&str, &str); 7] = [
+    (".git", GIT),
+    (".husky", GIT),
+    (".strata", AGENT),
+    (".claude", AGENT),
+    (".vscode", EDITOR),
+    (".idea", EDITOR),
+    (".ssh", SSH),
+];
+/// Two folders in a row that hold such configuration (`~/.config/fish/…`).
+const PROTECTED_SUBDIRS: [(&str, &str, &str); 2] =
+    [(".config", "fish", SHELL), (".config", "git", GIT)];
+/// Files that run commands or configure git, the agents or every later shell, by name
+/// wherever they are (`.envrc`: direnv runs it on entering the directory).
+const PROTECTED_FILES: [(&str, &str); 15] = [
+    (".envrc", SHELL),
+    (".bashrc", SHELL),
+    (".bash_profile", SHELL),
+    (".bash_login", SHELL),
+    (".bash_logout", SHELL),
+    (".profile", SHELL),
+    (".zshrc", SHELL),
+    (".zshenv", SHELL),
+    (".zprofile", SHELL),
+    (".zlogin", SHELL),
+    (".zlogout", SHELL),
+    (".gitconfig", GIT),
+    (".gitmodules", GIT),
+    (".claude.json", AGENT),
+    (".mcp.json", MCP),
 ];
 
-/// Whether an edit of `path` needs approval even in accept-edits mode (an explicit allow
-/// rule still allows it): one of [`PROTECTED_FILES`], or inside one of
-/// [`PROTECTED_DIRS`] below the working directory `root` that holds it (a project that
-/// itself lives under a `.vscode` folder is not protected as a whole). Both the path as
-/// written and where its links lead are checked.
-pub(crate) fn is_protected(path: &ResolvedPath, roots: &[&Path]) -> bool {
-    [&path.lexical, &path.real].into_iter().any(|p| {
-        let file = p
-            .file_name()
-            .is_some_and(|n| PROTECTED_FILES.iter().any(|f| n.eq_ignore_ascii_case(f)));
-        let in_dir = roots.iter().any(|root| {
-            let root = files_normalize(root);
-            [resolve_existing(&root), root].iter().any(|r| {
-                p.strip_prefix(r).is_ok_and(|rest| {
-                    rest.components().any(|c| {
-                        // Case-insensitive: `.GIT` is `.git` on macOS and Windows.
-                        matches!(c, std::path::Component::Normal(n)
-                            if PROTECTED_DIRS.iter().any(|d| n.eq_ignore_ascii_case(d)))
-                    })
-                })
+/// A containment test of the shared kind ([`path_within`] or its spelling form).
+type Within = fn(&Path, &Path, NameCase) -> Option<PathBuf>;
+
+/// Whether a write to `path` changes what strata, the reference agent, git or the shell
+/// do, and so always needs approval (only bypass mode skips it): `Some(what it is)`.
+///
+/// Judged on both forms (as written and where links lead), names in any case: a
+/// [`PROTECTED_FILES`] name anywhere; a [`PROTECTED_DIRS`] or [`PROTECTED_SUBDIRS`]
+/// folder among the names below the deepest working directory (`roots`) holding the
+/// path (all names when none does: a project that itself lives under a `.vscode`
+/// folder is not protected as a whole); or inside one of `dirs` (the config
+/// directories, protected as a whole wherever they are).
+pub(crate) fn is_protected(
+    path: &ResolvedPath,
+    roots: &[&Path],
+    dirs: &[PathBuf],
+) -> Option<&'static str> {
+    let case = NameCase::Insensitive;
+    let is = |a: &std::ffi::OsStr, b: &str| same_name(a, std::ffi::OsStr::new(b), case);
+    // Each form against the same form of the roots.
+    let forms: [(&Path, Within); 2] = [
+        (&path.lexical, path_within_as_written),
+        (&path.real, path_within),
+    ];
+    for (form, within) in forms {
+        if let Some(name) = form.file_name()
+            && let Some((_, what)) = PROTECTED_FILES.iter().find(|(f, _)| is(name, f))
+        {
+            return Some(what);
+        }
+        // Names below the deepest root holding it; all of them outside every root.
+        let rest = roots
+            .iter()
+            .filter_map(|root| within(form, root, NameCase::Exact))
+            .min_by_key(|rest| rest.components().count())
+            .unwrap_or_else(|| form.to_path_buf());
+        let names: Vec<&std::ffi::OsStr> = rest
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n),
+                _ => None,
             })
-        });
-        file || in_dir
-    })
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            if let Some((_, what)) = PROTECTED_DIRS.iter().find(|(d, _)| is(name, d)) {
+                return Some(what);
+            }
+            if let Some(next) = names.get(i + 1)
+                && let Some((_, _, what)) = PROTECTED_SUBDIRS
+                    .iter()
+                    .find(|(a, b, _)| is(name, a) && is(next, b))
+            {
+                return Some(what);
+            }
+        }
+    }
+    dirs.iter()
+        .any(|dir| {
+            path_within(&path.lexical, dir, case).is_some()
+                || path_within_as_written(&path.lexical, dir, case).is_some()
+        })
+        .then_some(AGENT)
 }
 
 /// Compiles a path rule pattern into globs over absolute paths.

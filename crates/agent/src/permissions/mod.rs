@@ -9,13 +9,16 @@
 //! 2. in **plan** mode, a call that is not read-only is refused;
 //! 3. a matching **ask** rule asks (also in bypass mode);
 //! 4. **bypassPermissions** (when available) allows;
-//! 5. a matching **allow** rule allows (a compound Bash command only if every part is
+//! 5. a write to a **protected path** (the agents' settings, `.git/`, shell start-up
+//!    files, `.mcp.json`, …: `matching::is_protected`) asks, whatever allow rule or
+//!    mode (accept-edits included) would allow it;
+//! 6. a matching **allow** rule allows (a compound Bash command only if every part is
 //!    allowed);
-//! 6. a read-only call inside the project or an additional directory is allowed (in
+//! 7. a read-only call inside the project or an additional directory is allowed (in
 //!    every mode);
-//! 7. in **acceptEdits**, a file edit inside the project or an additional directory is
+//! 8. in **acceptEdits**, a file edit inside the project or an additional directory is
 //!    allowed;
-//! 8. everything else asks.
+//! 9. everything else asks.
 //!
 //! An "ask" becomes a deny in **dontAsk** mode and when prompts must be avoided
 //! (`should_avoid_prompts`: an asynchronous sub-agent, SA-4, or headless mode without a
@@ -97,6 +100,11 @@ pub struct PermissionContext {
     pub should_avoid_prompts: bool,
     /// The home directory, for `~/` patterns (from the environment by default).
     pub home: Option<PathBuf>,
+    /// Directories every file of which is protected wherever they are (writes always
+    /// ask, see `matching::is_protected`): strata's config directory and the reference
+    /// agent's, absolute. By default from the environment; the engine adds the config
+    /// directory it runs with.
+    pub protected_dirs: Vec<PathBuf>,
 }
 
 impl PermissionContext {
@@ -110,6 +118,7 @@ impl PermissionContext {
             bypass: BypassAvailability::default(),
             should_avoid_prompts: false,
             home: std::env::home_dir(),
+            protected_dirs: default_protected_dirs(),
         }
     }
 
@@ -159,6 +168,22 @@ impl PermissionContext {
         self.mode = check_mode_change(requested, self.bypass)?;
         Ok(())
     }
+}
+
+/// strata's config directory (`$STRATA_CONFIG_DIR`, else `~/.strata`) and the reference
+/// agent's (`$CLAUDE_CONFIG_DIR`, else `~/.claude`), made absolute.
+fn default_protected_dirs() -> Vec<PathBuf> {
+    let home = std::env::home_dir();
+    let reference = match std::env::var_os("CLAUDE_CONFIG_DIR") {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ => home.map(|h| h.join(".claude")),
+    };
+    strata_config::paths::config_dir()
+        .ok()
+        .into_iter()
+        .chain(reference)
+        .map(|d| std::path::absolute(&d).unwrap_or(d))
+        .collect()
 }
 
 /// What the command line says about permissions.

@@ -9,8 +9,8 @@
 //!   the exact command instead. A compound command gets no suggestion (one rule would
 //!   not cover its parts), nor does one that writes a file through a redirection.
 //! - A file edit inside the project: accept edits for the rest of the session. An edit
-//!   that accept-edits mode does not cover (outside the project, or a protected file):
-//!   allow edits of that one file for the session.
+//!   outside the project: allow edits of that one file for the session. A protected
+//!   file gets nothing (no rule or mode would spare the next prompt).
 //! - Any other tool: allow the tool, kept in the personal project settings.
 
 use serde_json::Value;
@@ -21,7 +21,7 @@ use strata_protocol::sdk::{
 use std::path::{Path, PathBuf};
 
 use super::PermissionContext;
-use super::matching::{ResolvedPath, is_inside, is_protected};
+use super::matching::{ResolvedPath, is_inside};
 use crate::tools::bash::shell::split_command;
 use crate::tools::{PermissionSubject, Tool};
 
@@ -76,9 +76,11 @@ pub fn suggestions(
                         .map(PathBuf::as_path),
                 )
                 .collect();
-            let covered =
-                roots.iter().any(|r| is_inside(&resolved, r)) && !is_protected(&resolved, &roots);
-            if covered {
+            if permissions.protected(&resolved).is_some() {
+                // Asked every time: no rule or mode would cover it.
+                return Vec::new();
+            }
+            if roots.iter().any(|r| is_inside(&resolved, r)) {
                 vec![PermissionUpdate::SetMode {
                     mode: "acceptEdits".to_owned(),
                     destination: UpdateDestination::Session,
@@ -141,15 +143,16 @@ mod tests {
                 destination: UpdateDestination::Session
             }]
         );
-        // Accept-edits would not cover these: the one file is offered instead.
-        assert_eq!(
-            rule(&s(
+        // A protected file always asks: a rule for it would not spare the next prompt,
+        // so none is offered.
+        assert!(
+            s(
                 &Edit,
                 json!({"file_path": "/p/.git/config", "old_string": "a", "new_string": "b"})
-            ))
-            .as_deref(),
-            Some("Edit(//p/.git/config)")
+            )
+            .is_empty()
         );
+        // Accept-edits would not cover this: the one file is offered instead.
         assert_eq!(
             rule(&s(
                 &Edit,

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::fs::Metadata;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::{ToolContext, ToolOutput, lock};
@@ -79,20 +79,9 @@ pub(crate) fn absolute_path(tool: &str, field: &str, raw: &str) -> Result<PathBu
     Ok(normalize(path))
 }
 
-/// Removes `.` and resolves `..` without touching the file system.
-pub(crate) fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
+/// Removes `.` and resolves `..` without touching the file system: the shared
+/// normalisation, so the permission check judges the very path the tool opens.
+pub(crate) use strata_config::paths::normalize_lexically as normalize;
 
 /// Refuses a change to the existing file at `path` unless it was read in this context
 /// and has not changed on disk since.

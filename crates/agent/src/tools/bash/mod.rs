@@ -150,15 +150,13 @@ impl Tool for Bash {
 }
 
 /// Whether `dir` is the project root, one of the additional working directories, or
-/// inside one (compared resolved, so a link into the project counts as inside).
+/// inside one (the shared containment test: compared where they lead, so a link into
+/// the project counts as inside).
 fn inside_working_dirs(dir: &std::path::Path, ctx: &ToolContext) -> bool {
-    let resolve =
-        |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let dir = resolve(dir);
     let extra = crate::sync::lock(&ctx.working_dirs).clone();
     std::iter::once(&ctx.project_root)
         .chain(extra.iter())
-        .any(|root| dir.starts_with(resolve(root)))
+        .any(|root| strata_config::paths::resolves_within(dir, root))
 }
 
 async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {
