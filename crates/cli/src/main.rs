@@ -3,19 +3,37 @@
 //!
 //! - `strata -p …`: a headless agent run ([`headless`]);
 //! - `strata config …`, `strata sessions …`: the subcommands ([`commands`]);
-//! - `strata` alone: the interactive UI, which is not built yet (says so, exit code 2).
+//! - `strata` alone: the interactive UI, which is not built yet (says so, exit code 2);
+//! - `strata __strata-supervise …` (hidden): the supervisor of one tool command, which
+//!   strata starts itself (`strata_agent::procs`).
+//!
+//! Every exit path stops the processes the tools started ([`signals`]).
 
 mod args;
 mod commands;
 mod exit;
 mod headless;
+mod signals;
 
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // strata re-executed as the supervisor of one tool command (strata_agent::procs).
+    if let Some(code) = strata_agent::procs::run_if_supervisor() {
+        return code;
+    }
+    // Itself, even if the file on disk was replaced since it started.
+    strata_agent::procs::set_supervisor_program("/proc/self/exe");
     let cli = args::Cli::parse();
     init_logging();
-    exit::report(run(cli))
+    // Every way out of `run` — an answer, an error, a panic (on this thread, or in the
+    // turn's task and surfacing here) — stops the tools' processes before exiting.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
+    signals::stop_processes();
+    match outcome {
+        Ok(result) => exit::report(result),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// Warnings from every layer (a retried request, a settings file that cannot be used,

@@ -7,7 +7,7 @@
 //! wrong shape fails at that key (see `ordered`), which is how files are validated.
 //!
 //! Known keys: `model`, `permissions` ([`PermissionsSettings`]), `env`, `apiKeyHelper`,
-//! `cleanupPeriodDays`, `alwaysThinkingEnabled`, `fastMode`.
+//! `cleanupPeriodDays`, `alwaysThinkingEnabled`, `fastMode`, `credentialEnvVars`.
 
 pub(crate) mod ordered;
 
@@ -47,6 +47,10 @@ pub struct Settings {
     pub always_thinking_enabled: Option<bool>,
     /// `fastMode`: the fast output mode.
     pub fast_mode: Option<bool>,
+    /// `credentialEnvVars` (strata's own key): names of environment variables that hold
+    /// credentials, in addition to the built-in list (the model-provider keys). Tool
+    /// processes do not get them, and their values are redacted from tool output.
+    pub credential_env_vars: Option<Vec<String>>,
     /// Every key this version does not know, in file order, exactly as read.
     pub extra: Map<String, Value>,
     /// The order keys were read in; ignored by equality.
@@ -61,6 +65,7 @@ known_keys!(Settings, "a settings object", {
     "cleanupPeriodDays" => cleanup_period_days,
     "alwaysThinkingEnabled" => always_thinking_enabled,
     "fastMode" => fast_mode,
+    "credentialEnvVars" => credential_env_vars,
 });
 
 /// The `permissions` object of a settings file.
@@ -164,6 +169,6 @@ pub fn expects_string_array(path: &[&str]) -> bool {
         [
             "permissions",
             "allow" | "deny" | "ask" | "additionalDirectories"
-        ]
+        ] | ["credentialEnvVars"]
     )
 }

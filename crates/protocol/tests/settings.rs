@@ -138,3 +138,32 @@ fn null_known_values_read_as_absent() {
     let s: Settings = serde_json::from_str(r#"{"model":null,"permissions":null}"#).unwrap();
     assert_eq!(s, Settings::default());
 }
+
+/// Issue 16 (secrets): `credentialEnvVars` names extra credential variables; it reads as
+/// a list of strings, survives a round trip in place, and a wrong shape fails at the key.
+#[test]
+fn credential_env_vars_round_trip_in_place_and_wrong_shapes_fail_at_the_key() {
+    let text = r#"{"a":1,"credentialEnvVars":["GITHUB_TOKEN","MY_SECRET"],"model":"x"}"#;
+    let s: Settings = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        s.credential_env_vars.as_deref().unwrap(),
+        ["GITHUB_TOKEN", "MY_SECRET"]
+    );
+    assert!(
+        s.extra.get("credentialEnvVars").is_none(),
+        "typed, not extra"
+    );
+    assert_eq!(serde_json::to_string(&s).unwrap(), text);
+    assert!(strata_protocol::settings::expects_string_array(&[
+        "credentialEnvVars"
+    ]));
+    for bad in [
+        r#"{"credentialEnvVars":"GITHUB_TOKEN"}"#,
+        r#"{"credentialEnvVars":[1]}"#,
+    ] {
+        let err = serde_json::from_str::<Settings>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("credentialEnvVars"), "{bad}: {err}");
+    }
+}

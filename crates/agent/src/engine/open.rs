@@ -207,6 +207,18 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     tool_context.set_cwd(cwd.clone());
     tool_context.working_dirs = Arc::new(Mutex::new(permissions.additional_directories.clone()));
     tool_context.env = env;
+    // Credential variables (built-in and from settings) stay out of tool processes and
+    // out of tool results: crate::secrets.
+    let (secrets, secret_warnings) = crate::secrets::Secrets::new(
+        merged
+            .settings
+            .credential_env_vars
+            .iter()
+            .flatten()
+            .cloned(),
+    );
+    warnings.extend(secret_warnings);
+    tool_context.secrets = secrets;
 
     let default_model = merged
         .settings

@@ -49,6 +49,7 @@ pub use self::read::Read;
 pub use self::todo::{TodoItem, TodoStatus, TodoWrite};
 pub use self::write::Write;
 use crate::provider::ToolDefinition;
+use crate::secrets::{Redactor, Secrets};
 
 /// A boxed future returned by [`Tool::call`].
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
@@ -174,6 +175,8 @@ pub struct ToolContext {
     /// Which files were read and when: Write and Edit refuse to change an existing file
     /// the model has not read, or one that changed on disk since it was read.
     pub read_files: Arc<Mutex<FileReadState>>,
+    /// Credentials: removed from tool processes' environment, redacted from results.
+    pub secrets: Secrets,
 }
 
 impl fmt::Debug for ToolContext {
@@ -197,6 +200,7 @@ impl ToolContext {
             env: EnvOverlay::default(),
             hooks,
             read_files: Arc::new(Mutex::new(FileReadState::default())),
+            secrets: Secrets::default(),
         }
     }
 
@@ -359,13 +363,60 @@ impl ToolRegistry {
     }
 
     /// Runs `call` on the tool called `name`; an unknown name is an error result.
+    ///
+    /// Known secret values are redacted from the result (text and detail) and from a
+    /// long output's side file here, for every tool, before anything records or sends
+    /// them (see [`crate::secrets`]).
     pub async fn call(&self, name: &str, call: ToolCall, ctx: &ToolContext) -> ToolOutput {
-        match self.get(name) {
-            Some(tool) => tool.call(call, ctx).await,
-            None => ToolOutput::error(format!(
+        let Some(tool) = self.get(name) else {
+            return ToolOutput::error(format!(
                 "No such tool: {name}. Available tools: {}",
                 self.names().join(", ")
-            )),
+            ));
+        };
+        let redactor = Arc::new(ctx.secrets.redactor(&ctx.env.snapshot()));
+        if redactor.is_empty() {
+            return tool.call(call, ctx).await;
         }
+        let ctx = ToolContext {
+            hooks: Arc::new(RedactingHooks {
+                inner: Arc::clone(&ctx.hooks),
+                redactor: Arc::clone(&redactor),
+            }),
+            ..ctx.clone()
+        };
+        let mut output = tool.call(call, &ctx).await;
+        if let std::borrow::Cow::Owned(text) = redactor.redact(&output.content) {
+            output.content = text;
+        }
+        if let Some(detail) = output.detail.as_mut() {
+            redactor.redact_json(detail);
+        }
+        output
+    }
+}
+
+/// Session hooks whose stored large outputs are redacted first.
+struct RedactingHooks {
+    inner: Arc<dyn ToolHooks>,
+    redactor: Arc<Redactor>,
+}
+
+impl ToolHooks for RedactingHooks {
+    fn before_edit(&self, path: &Path) -> Result<(), String> {
+        self.inner.before_edit(path)
+    }
+
+    fn store_large_output(&self, tool_use_id: &str, content: &str) -> Result<PathBuf, String> {
+        self.inner
+            .store_large_output(tool_use_id, &self.redactor.redact(content))
+    }
+
+    fn set_todos(&self, todos: Value) {
+        self.inner.set_todos(todos);
+    }
+
+    fn todos(&self) -> Value {
+        self.inner.todos()
     }
 }

@@ -15,9 +15,10 @@
 //! go to the client as `can_use_tool` requests when it asked for them
 //! ([`prompter`]); end of input ends the session once the queued prompts ran.
 //!
-//! Ctrl-C (SIGINT) interrupts the running turn through its cancellation token: the engine
-//! records the interruption and the session stays resumable; the process then exits
-//! with code 130. A second Ctrl-C exits at once.
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP interrupt the running turn through its
+//! cancellation token: the engine records the interruption and the session stays
+//! resumable; the process then exits with code 128 + the signal. A second signal exits
+//! at once ([`crate::signals`]; every exit stops the tools' processes first).
 //!
 //! Decisions worth knowing:
 //! - with a prompt argument stdin is not read, so a script whose stdin stays open never

@@ -3,7 +3,6 @@
 use std::collections::VecDeque;
 use std::io::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use strata_agent::engine::{Engine, EngineOptions, EventSink, OpenError, PermissionPrompter};
 use strata_protocol::message::Message;
@@ -20,9 +19,6 @@ use super::prompter::{Answered, PromptChannel};
 use super::{Prompts, Setup, warn};
 use crate::args::OutputFormat;
 use crate::exit::Failure;
-
-/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
-const INTERRUPTED: u8 = 130;
 
 /// Runs the session `setup` describes.
 pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
@@ -88,7 +84,7 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         lines.send_json(&SdkMessage::System(SystemMessage::Init(Box::new(init))));
     }
 
-    let interrupts = Interrupts::watch();
+    let interrupts = crate::signals::Interrupts::watch();
     let last = match setup.prompts {
         Prompts::One(prompt) => {
             let turn = interrupts.session.child_token();
@@ -131,45 +127,13 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         Ok(warnings) => warnings.iter().for_each(|w| warn(format_args!("{w}"))),
         Err(err) => warn(format_args!("could not close the session cleanly: {err}")),
     }
-    if interrupts.interrupted() {
-        return Err(Failure::reported(INTERRUPTED).into());
+    if let Some(code) = interrupts.exit_code() {
+        return Err(Failure::reported(code).into());
     }
     if last.as_ref().is_some_and(|r| r.is_error) || closed.is_err() {
         return Err(Failure::reported(1).into());
     }
     Ok(())
-}
-
-/// Ctrl-C handling: the first interrupts the running turn and ends the session after
-/// it; the second exits at once.
-struct Interrupts {
-    session: CancellationToken,
-    seen: Arc<AtomicBool>,
-}
-
-impl Interrupts {
-    fn watch() -> Self {
-        let session = CancellationToken::new();
-        let seen = Arc::new(AtomicBool::new(false));
-        let (token, flag) = (session.clone(), seen.clone());
-        tokio::spawn(async move {
-            if let Err(err) = tokio::signal::ctrl_c().await {
-                warn(format_args!("cannot watch for Ctrl-C: {err}"));
-                return;
-            }
-            flag.store(true, Ordering::SeqCst);
-            token.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                warn(format_args!("interrupted twice: exiting now"));
-                std::process::exit(i32::from(INTERRUPTED));
-            }
-        });
-        Self { session, seen }
-    }
-
-    fn interrupted(&self) -> bool {
-        self.seen.load(Ordering::SeqCst)
-    }
 }
 
 /// `--input-format stream-json`: prompts from stdin run one after the other while

@@ -4,12 +4,15 @@
 //!   it stays in the project or an additional working directory; one that leaves them is
 //!   undone after the command, and the result says so.
 //! - `timeout` (milliseconds) defaults to 2 minutes, at most 10; on timeout or when the
-//!   turn is cancelled, the command's whole process group is killed.
+//!   turn is cancelled, the command and every process it started are killed, `setsid`
+//!   and `nohup` ones included (the command runs under a supervisor: [`crate::procs`]).
+//!   Background processes that release the output run on until strata exits.
 //! - stdout and stderr are captured (bounded in memory); the result keeps 30,000
 //!   characters inline and offloads the whole text through
 //!   [`ToolHooks::store_large_output`](super::ToolHooks::store_large_output) when longer.
 //! - A non-zero exit code makes the result an error that starts with `Exit code N`.
-//! - The context's environment overlay is applied to the process.
+//! - The process gets strata's environment without the credential variables, plus the
+//!   context's environment overlay (without them either): [`crate::secrets`].
 //!
 //! The command-line lexer ([`shell`]) and the read-only classifier ([`readonly`]) live
 //! here because they describe shell commands; the permission rules use them too.
@@ -23,7 +26,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use self::process::{Capture, Ended, MAX_CAPTURE_BYTES};
+use self::process::{Capture, Ended, Leftovers, MAX_CAPTURE_BYTES};
 use super::input::{invalid, parse};
 use super::output::{MAX_INLINE_OUTPUT_CHARS, cap, char_boundary_after};
 use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput};
@@ -172,8 +175,9 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
         cwd = ctx.project_root.clone();
         ctx.set_cwd(cwd.clone());
     }
-    let outcome = match process::run(command, &cwd, &ctx.env_overlay(), timeout, &ctx.cancel).await
-    {
+    debug_panic(command);
+    let env = ctx.secrets.command_env(&ctx.env.snapshot());
+    let outcome = match process::run(command, &cwd, &env, timeout, &ctx.cancel).await {
         Ok(outcome) => outcome,
         Err(err) => {
             return ToolOutput::error(format!("Could not start bash in {}: {err}", cwd.display()));
@@ -205,12 +209,25 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
     if !stderr.is_empty() {
         body.push(&stderr);
     }
-    if outcome.stopped_leftovers {
-        notes.push(
+    match outcome.leftovers {
+        Leftovers::None => {}
+        Leftovers::Stopped { confirmed: true } => notes.push(
             "[Background processes still holding the command's output were stopped when it \
              finished.]"
                 .to_owned(),
-        );
+        ),
+        Leftovers::Stopped { confirmed: false } => notes.push(format!(
+            "[Background processes still holding the command's output were sent SIGKILL when \
+             it finished, but had not all exited {} s later.]",
+            process_stop_wait_secs()
+        )),
+        Leftovers::Running(n) => notes.push(format!(
+            "[{n} background process{} started by the command {} still running (output not \
+             captured); strata stops {} when it exits.]",
+            if n == 1 { "" } else { "es" },
+            if n == 1 { "is" } else { "are" },
+            if n == 1 { "it" } else { "them" },
+        )),
     }
     let (header, is_error, interrupted, exit_code) = match outcome.ended {
         Ended::Exited(0) => (None, false, false, Some(0)),
@@ -221,22 +238,33 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
             false,
             Some(128 + sig),
         ),
-        Ended::TimedOut => (
+        Ended::TimedOut { confirmed } => (
             Some(format!(
-                "Command timed out after {} ms; it and every process it started were killed.",
-                timeout.as_millis()
+                "Command timed out after {} ms; {}",
+                timeout.as_millis(),
+                stopped(confirmed)
             )),
             true,
             false,
             None,
         ),
-        Ended::Cancelled => (
+        Ended::Cancelled { confirmed } => (
+            Some(format!(
+                "Command interrupted by the user; {}",
+                stopped(confirmed)
+            )),
+            true,
+            true,
+            None,
+        ),
+        Ended::Lost => (
             Some(
-                "Command interrupted by the user; it and every process it started were killed."
+                "The command's supervisor process was killed before the command ended; \
+                 processes the command started may still be running."
                     .to_owned(),
             ),
             true,
-            true,
+            false,
             None,
         ),
     };
@@ -250,7 +278,7 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
         "stderr": clip(&stderr),
         "interrupted": interrupted,
         "isImage": false,
-        "timedOut": outcome.ended == Ended::TimedOut,
+        "timedOut": matches!(outcome.ended, Ended::TimedOut { .. }),
     });
     if let Some(code) = exit_code {
         detail["exitCode"] = json!(code);
@@ -263,6 +291,34 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
         is_error,
         detail: Some(detail),
         ..ToolOutput::default()
+    }
+}
+
+/// What a stop did, said only as far as it is known.
+fn stopped(confirmed: bool) -> String {
+    if confirmed {
+        "it and every process it started were killed.".to_owned()
+    } else {
+        format!(
+            "it and every process it started were sent SIGKILL, but had not all exited {} s \
+             later.",
+            process_stop_wait_secs()
+        )
+    }
+}
+
+fn process_stop_wait_secs() -> u64 {
+    crate::procs::STOP_WAIT.as_secs()
+}
+
+/// Debug builds only: a command equal to `STRATA_DEBUG_PANIC_COMMAND` panics instead of
+/// running, so the process tests can prove that a panic of strata leaves no process of
+/// the session behind. Release builds never read the variable.
+fn debug_panic(command: &str) {
+    if cfg!(debug_assertions)
+        && std::env::var("STRATA_DEBUG_PANIC_COMMAND").is_ok_and(|c| !c.is_empty() && c == command)
+    {
+        panic!("STRATA_DEBUG_PANIC_COMMAND: a test asked strata to panic here");
     }
 }
 

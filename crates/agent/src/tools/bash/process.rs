@@ -1,11 +1,12 @@
-//! Running one shell command: its own process group, bounded output capture, timeout and
-//! cancellation that kill the whole group, and the directory the shell ended in.
+//! Running one shell command: under a supervisor (see [`crate::procs`]) that catches
+//! every process it starts, bounded output capture, timeout and cancellation that stop
+//! all of them, and the directory the shell ended in.
 //!
-//! Why a process group: `bash -c 'make test'` starts grandchildren; killing only bash
-//! would leave them running (and holding the output pipes open). The command runs as the
-//! leader of a fresh group and every stop path signals the group. A guard kills the
-//! group if the future is dropped mid-run (the turn was abandoned), so no path leaks
-//! processes.
+//! Why a supervisor and not only a process group: `bash -c 'make test'` starts
+//! grandchildren, and `setsid`/`nohup … &` move them out of any group. The supervisor is
+//! their subreaper, so every stop path (timeout, cancellation, the call being dropped,
+//! strata exiting or dying) ends all of them, and a result says "killed" only once the
+//! supervisor confirmed that nothing is left.
 //!
 //! How `cd` persists: the user's command runs through `eval` inside a small wrapper that
 //! afterwards writes `pwd -P` to a private temp file; the tool moves the shared working
@@ -13,17 +14,16 @@
 //! plain `bash -c` (an `exit` ends the shell before the wrapper records the directory,
 //! so the directory stays where it was).
 
+use std::ffi::OsStr;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
+use crate::procs::{CommandEnv, Report, STOP_WAIT, Supervised};
 use crate::tools::lock;
 
 /// At most this many bytes of each stream are kept in memory; the rest is counted and
@@ -31,7 +31,7 @@ use crate::tools::lock;
 pub(crate) const MAX_CAPTURE_BYTES: usize = 8 * 1024 * 1024;
 
 /// After the shell exits, how long background processes may keep the output pipes open
-/// before the group is killed so the call can return.
+/// before they are stopped so the call can return.
 const PIPE_GRACE: Duration = Duration::from_millis(1000);
 
 /// The wrapper around the user's command (`$1`); `$2` is the file for the final directory.
@@ -50,10 +50,26 @@ pub(crate) enum Ended {
     Exited(i32),
     /// The shell was killed by this signal (not by us).
     Signaled(i32),
-    /// The timeout passed; the group was killed.
-    TimedOut,
-    /// The turn was cancelled; the group was killed.
-    Cancelled,
+    /// The timeout passed and everything was stopped; `confirmed` when the supervisor
+    /// reported every process gone within [`STOP_WAIT`].
+    TimedOut { confirmed: bool },
+    /// The turn was cancelled and everything was stopped (`confirmed` as above).
+    Cancelled { confirmed: bool },
+    /// The supervisor vanished before the shell's end was known (something killed it):
+    /// processes of the command may still run.
+    Lost,
+}
+
+/// What happened to processes still running after the shell exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leftovers {
+    /// None were left.
+    None,
+    /// They held the output pipes and were stopped; `confirmed` as in [`Ended`].
+    Stopped { confirmed: bool },
+    /// This many run on in the background (their output is not captured); they are
+    /// stopped when strata exits.
+    Running(usize),
 }
 
 /// What a run produced.
@@ -64,8 +80,8 @@ pub(crate) struct RunOutcome {
     pub(crate) ended: Ended,
     /// The shell's directory at the end (absent if it exited early or was killed).
     pub(crate) final_cwd: Option<PathBuf>,
-    /// Background processes held the output open after the shell exited and were killed.
-    pub(crate) stopped_leftovers: bool,
+    /// Processes that outlived the shell.
+    pub(crate) leftovers: Leftovers,
 }
 
 /// One captured stream.
@@ -76,101 +92,93 @@ pub(crate) struct Capture {
     pub(crate) dropped: u64,
 }
 
-/// Kills the process group when dropped, unless disarmed after a clean end.
-struct GroupGuard {
-    pgid: Option<Pid>,
-}
-
-impl GroupGuard {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            // ESRCH (already gone) is the normal case after a clean exit.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Runs `command` with bash in `cwd` with `env` added, until it ends, `timeout` passes
-/// or `cancel` fires.
+/// Runs `command` with bash in `cwd` with `env`, until it ends, `timeout` passes or
+/// `cancel` fires.
 pub(crate) async fn run(
     command: &str,
     cwd: &Path,
-    env: &[(String, String)],
+    env: &CommandEnv,
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> io::Result<RunOutcome> {
     let cwd_file = tempfile::Builder::new()
         .prefix("strata-bash-cwd-")
         .tempfile()?;
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(WRAPPER)
-        .arg("strata-bash")
-        .arg(command)
-        .arg(cwd_file.path())
-        .current_dir(cwd)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd.spawn()?;
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
-    let mut guard = GroupGuard { pgid };
+    let argv: [&OsStr; 6] = [
+        OsStr::new("bash"),
+        OsStr::new("-c"),
+        OsStr::new(WRAPPER),
+        OsStr::new("strata-bash"),
+        OsStr::new(command),
+        cwd_file.path().as_os_str(),
+    ];
+    let mut supervised = Supervised::spawn(&argv, cwd, env)?;
 
     let stdout = Arc::new(Mutex::new(Capture::default()));
     let stderr = Arc::new(Mutex::new(Capture::default()));
     let mut readers = [
-        child.stdout.take().map(|r| spawn_reader(r, stdout.clone())),
-        child.stderr.take().map(|r| spawn_reader(r, stderr.clone())),
+        supervised
+            .stdout
+            .take()
+            .map(|r| spawn_reader(r, stdout.clone())),
+        supervised
+            .stderr
+            .take()
+            .map(|r| spawn_reader(r, stderr.clone())),
     ];
 
-    let waited = tokio::select! {
-        status = child.wait() => Some(status?),
-        () = tokio::time::sleep(timeout) => None,
-        () = cancel.cancelled() => None,
+    let deadline = tokio::time::Instant::now() + timeout;
+    let finished = loop {
+        tokio::select! {
+            report = supervised.next() => match report {
+                Report::Started(_) => {}
+                Report::Exited { code, signal, running } => {
+                    break Some((exit_of(code, signal), running));
+                }
+                Report::Failed(message) => return Err(io::Error::other(message)),
+                Report::Gone => break None,
+            },
+            () = tokio::time::sleep_until(deadline) => break None,
+            () = cancel.cancelled() => break None,
+        }
     };
 
-    let mut stopped_leftovers = false;
-    let ended = match waited {
-        Some(status) => {
+    let mut leftovers = Leftovers::None;
+    let ended = match finished {
+        Some((ended, running)) => {
             // The shell is done; give its output a moment to drain, then stop whatever
             // still holds the pipes so the call can return.
-            if !join_readers(&mut readers, PIPE_GRACE).await {
-                stopped_leftovers = true;
-                guard.kill();
+            if join_readers(&mut readers, PIPE_GRACE).await {
+                if running > 0 {
+                    leftovers = Leftovers::Running(running);
+                }
+                supervised.release();
+            } else {
+                let confirmed = supervised.stop_and_wait(STOP_WAIT).await;
+                leftovers = Leftovers::Stopped { confirmed };
                 join_readers(&mut readers, PIPE_GRACE).await;
             }
-            exit_of(status)
+            ended
         }
-        None => {
-            guard.kill();
-            let _ = child.wait().await;
+        None if cancel.is_cancelled() || tokio::time::Instant::now() >= deadline => {
+            let confirmed = supervised.stop_and_wait(STOP_WAIT).await;
             join_readers(&mut readers, PIPE_GRACE).await;
             if cancel.is_cancelled() {
-                Ended::Cancelled
+                Ended::Cancelled { confirmed }
             } else {
-                Ended::TimedOut
+                Ended::TimedOut { confirmed }
             }
         }
+        None => {
+            join_readers(&mut readers, PIPE_GRACE).await;
+            Ended::Lost
+        }
     };
-    // Readers still running now hold pipes of processes that escaped the group; stop
-    // waiting for them (what they captured so far is kept).
+    // Readers still running now hold pipes of processes that could not be stopped;
+    // stop waiting for them (what they captured so far is kept).
     for handle in readers.iter().flatten() {
         handle.abort();
     }
-    // A clean end needs no kill; a leftover-free group is already gone.
-    guard.pgid = None;
 
     let final_cwd = match ended {
         Ended::Exited(_) => std::fs::read_to_string(cwd_file.path())
@@ -185,13 +193,12 @@ pub(crate) async fn run(
         stderr: take(&stderr),
         ended,
         final_cwd,
-        stopped_leftovers,
+        leftovers,
     })
 }
 
-fn exit_of(status: std::process::ExitStatus) -> Ended {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+fn exit_of(code: Option<i32>, signal: Option<i32>) -> Ended {
+    match (code, signal) {
         (Some(code), _) => Ended::Exited(code),
         (None, Some(sig)) => Ended::Signaled(sig),
         (None, None) => Ended::Exited(-1),
