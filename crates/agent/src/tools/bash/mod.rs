@@ -11,12 +11,16 @@
 //! - A non-zero exit code makes the result an error that starts with `Exit code N`.
 //! - The context's environment overlay is applied to the process.
 //!
-//! The command-line lexer ([`shell`]) and the read-only classifier ([`readonly`]) live
-//! here because they describe shell commands; the permission rules use them too.
+//! The command-line lexer ([`shell`]), what a line runs through wrappers and shell strings
+//! ([`analysis`]) and the read-only classifier ([`readonly`]) live here because they
+//! describe shell commands; the permission rules use them too.
 
+pub mod analysis;
+mod ansi_c;
 mod process;
 pub mod readonly;
 pub mod shell;
+mod wrappers;
 
 use std::time::Duration;
 
