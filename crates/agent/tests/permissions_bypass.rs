@@ -152,6 +152,11 @@ const RM_CORPUS: &[(&str, Expect)] = &[
     ("coproc rm x", Denied),
     ("command eval 'rm x'", Denied),
     ("timeout --frobnicate 5 rm x", Denied),
+    ("time { rm x; }", Denied),
+    ("RM x", Denied),
+    ("/BIN/RM x", Denied),
+    ("strace -f rm x", Denied),
+    ("tmux new -d 'rm x'", Denied),
     // A shell given a string.
     ("bash -c 'rm x'", Denied),
     ("sh -c 'rm x'", Denied),
@@ -420,6 +425,27 @@ fn a_wrapper_allow_rule_does_not_allow_what_it_runs() {
     assert_eq!(decide("find . -exec rm {} \\;"), Want::Ask);
     assert_eq!(decide("timeout 5 grep x f"), Want::Allow);
     assert_eq!(decide("timeout 5 rm x"), Want::Ask);
+}
+
+/// An ask rule that names a Bash command asks for a command whose program is unknown
+/// (it may be the one the rule names), also in bypass mode, and dontAsk denies it.
+#[test]
+fn unknown_program_asks_when_an_ask_rule_names_a_command() {
+    let e = env();
+    let wants = [Want::Ask, Want::Ask, Want::Deny, Want::Deny, Want::Ask];
+    for (mode, wanted) in MODES.into_iter().zip(wants) {
+        let mut c = ctx(&e, mode, &["Bash"], &[], &["Bash(git push:*)"]);
+        c.bypass = BypassAvailability::from_parts(true, false);
+        for cmd in ["$X origin", "echo git push | sh", "git $SUB"] {
+            let got = c.check(&Bash, &bash(cmd), &e.root);
+            assert_eq!(want(&got), wanted, "[{mode:?}] {cmd}: {got:?}");
+        }
+        assert_eq!(
+            want(&c.check(&Bash, &bash("git status"), &e.root)),
+            Want::Allow,
+            "[{mode:?}] git status"
+        );
+    }
 }
 
 /// The reason of a denial for an unknown program says why, and names the rule.

@@ -149,7 +149,9 @@ fn words_match(pattern: &str, run: &Run) -> bool {
             // An unknown program is judged as such (its own reason), not as a match.
             return i > 0;
         }
-        let same = got == want || (i == 0 && base_name(got) == base_name(want));
+        // Case-insensitively for the program: on a case-insensitive file system
+        // (macOS, Windows) `RM` finds `rm`.
+        let same = got == want || (i == 0 && base_name(got).eq_ignore_ascii_case(base_name(want)));
         if !same {
             return false;
         }

@@ -43,6 +43,49 @@ const SHELLS: &[&str] = &[
 /// Programs that run a shell with `-c STRING` and otherwise an interactive one.
 const SU_LIKE: &[&str] = &["su", "runuser", "sg", "script", "ksu"];
 
+/// Programs that run a command given on their command line in ways not modelled here
+/// (many options, or a string for another system): what they run is unknown.
+const NOT_MODELLED: &[&str] = &[
+    "unshare",
+    "nsenter",
+    "setpriv",
+    "prlimit",
+    "numactl",
+    "cgexec",
+    "systemd-run",
+    "run0",
+    "pkexec",
+    "strace",
+    "ltrace",
+    "valgrind",
+    "gdb",
+    "perf",
+    "firejail",
+    "bwrap",
+    "proot",
+    "fakeroot",
+    "faketime",
+    "sshpass",
+    "tmux",
+    "screen",
+    "dtach",
+    "at",
+    "batch",
+    "daemonize",
+    "start-stop-daemon",
+    "chpst",
+    "unbuffer",
+    "chronic",
+    "caffeinate",
+    "torsocks",
+    "torify",
+    "proxychains",
+    "proxychains4",
+    "xvfb-run",
+    "dbus-run-session",
+    "dbus-launch",
+];
+
 /// `find` actions that run a command up to `;` or `{} +`.
 const FIND_RUNS: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
 
@@ -171,6 +214,14 @@ impl Analysis {
     }
 
     fn command(&mut self, words: &[String], dynamic: &[bool], text: String, writes: bool, cx: &Cx) {
+        // `time { rm x; }`, `nice ! rm x`: a group or negation opens the command a
+        // wrapper (or the `time` keyword) runs.
+        let lead = words
+            .iter()
+            .zip(dynamic.iter().chain(std::iter::repeat(&false)))
+            .take_while(|(w, d)| !**d && (w.as_str() == "{" || w.as_str() == "!"))
+            .count();
+        let (words, dynamic) = (&words[lead..], dynamic.get(lead..).unwrap_or(&[]));
         let Some(program) = words.first() else {
             return;
         };
@@ -214,6 +265,10 @@ impl Analysis {
             _ if SU_LIKE.contains(&name) => self.su(name, args, adyn, cx),
             "eval" => self.string_of(args, adyn, args.join(" "), cx, "eval"),
             "source" | "." => self.unknown(words, "it runs the commands of a file"),
+            _ if NOT_MODELLED.contains(&name) => self.unknown(
+                words,
+                format!("`{name}` runs a command in a way this check does not follow"),
+            ),
             "hash" if args.iter().any(|a| a.starts_with("-p")) => {
                 self.unknown(words, "it binds a command name to another program");
             }
