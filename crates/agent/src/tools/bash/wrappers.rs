@@ -386,7 +386,13 @@ pub(crate) fn unwrap(w: &Wrapper, args: &[String], dynamic: &[bool]) -> Result<W
         i += 1;
     }
     if w.assignments {
-        while args.get(i).is_some_and(|a| is_assignment(a)) {
+        // `env` takes any word with a `=` as an assignment, whatever its name
+        // (`BASH_FUNC_f%%=() { … }` defines a function for a bash it runs).
+        let env = w.names.contains(&"env");
+        while args
+            .get(i)
+            .is_some_and(|a| is_assignment(a) || (env && a.contains('=')))
+        {
             i += 1;
         }
     }

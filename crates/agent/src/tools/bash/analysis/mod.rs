@@ -38,8 +38,25 @@ pub const MAX_DEPTH: usize = 8;
 /// Shells: `-c STRING` runs the string; with neither a string nor a script file they
 /// read commands from input.
 const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
-    "tcsh",
+    "sh", "bash", "zsh", "dash", "ksh", "ksh93", "mksh", "pdksh", "oksh", "ash", "yash", "posh",
+    "rbash", "fish", "csh", "tcsh",
+];
+
+/// Variables whose value a shell runs or expands as code (`PS4='$(cmd)'` with `set -x`,
+/// `BASH_ENV`, exported functions) or that make every program load code.
+const RUNS_CODE_VARS: &[&str] = &[
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "PROMPT_COMMAND",
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "LD_PRELOAD",
+    "LD_AUDIT",
 ];
 
 /// Programs that run a shell with `-c STRING` and otherwise an interactive one.
@@ -136,6 +153,12 @@ pub struct Unknown {
     pub why: String,
 }
 
+/// A program or script path that is not a file of its own: `/proc/self/exe` is the
+/// shell itself, `/dev/stdin` and `/dev/fd/N` are its input.
+fn is_special_file(path: &str) -> bool {
+    path.starts_with("/proc/") || path.starts_with("/dev/")
+}
+
 /// The last component of a program path (`./bin/rm` → `rm`).
 pub fn base_name(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
@@ -193,16 +216,24 @@ impl Analysis {
     fn part(&mut self, part: &SimpleCommand, cx: &Cx) {
         let argv = part.argv();
         let dynamic = part.dynamic.get(part.assignments..).unwrap_or(&[]);
-        let startup = part.words[..part.assignments.min(part.words.len())]
-            .iter()
-            .any(|w| w.starts_with("BASH_ENV=") || w.starts_with("ENV="));
-        if startup && argv.first().is_some_and(|p| SHELLS.contains(&base_name(p))) {
-            self.unknown(
-                argv,
-                "the shell first runs the file named by BASH_ENV or ENV",
-            );
-        }
+        self.assignments(&part.words[..part.assignments.min(part.words.len())]);
         self.command(argv, dynamic, part.text.clone(), part.writes_file, cx);
+    }
+
+    /// Assignments (`NAME=value` before a command, or given to `env`, `export`, …) to a
+    /// variable that makes a shell or the loader run code of its choosing.
+    fn assignments(&mut self, words: &[String]) {
+        for word in words {
+            let Some((name, _)) = word.split_once('=') else {
+                continue;
+            };
+            if RUNS_CODE_VARS.contains(&name) || name.starts_with("BASH_FUNC_") {
+                self.unknown(
+                    std::slice::from_ref(word),
+                    format!("setting {name} makes a shell or the loader run code it names"),
+                );
+            }
+        }
     }
 
     /// The commands of a string that a shell will parse (`bash -c STRING`, `eval`).
@@ -250,7 +281,7 @@ impl Analysis {
             .placeholder
             .as_deref()
             .is_some_and(|p| program.contains(p));
-        if dynamic.first().copied().unwrap_or(false) || placeholder {
+        if dynamic.first().copied().unwrap_or(false) || placeholder || is_special_file(program) {
             self.unknown(
                 words,
                 "its program is only known when it runs (an expansion, substitution, glob or \
@@ -268,6 +299,13 @@ impl Analysis {
             _ if SU_LIKE.contains(&name) => self.su(name, args, adyn, cx),
             "eval" => self.string_of(args, adyn, args.join(" "), cx, "eval"),
             "source" | "." => self.unknown(words, "it runs the commands of a file"),
+            "export" | "declare" | "typeset" | "local" | "readonly" => self.assignments(args),
+            "enable" if args.iter().any(|a| a.starts_with("-f")) => {
+                self.unknown(words, "it loads a builtin from a shared object");
+            }
+            "mapfile" | "readarray" if args.iter().any(|a| a.starts_with("-C")) => {
+                self.unknown(words, "its callback (`-C`) is a command string");
+            }
             _ if NOT_MODELLED.contains(&name) => self.unknown(
                 words,
                 format!("`{name}` runs a command in a way this check does not follow"),
@@ -372,6 +410,11 @@ impl Analysis {
                 return;
             }
         };
+        if matches!(name, "env" | "sudo") {
+            // Their `NAME=value` words set the environment of what they run.
+            let before = found.command.unwrap_or(args.len());
+            self.assignments(&args[..before]);
+        }
         let mut inner = cx.inner();
         if name == "xargs" {
             match &found.replace {
@@ -477,6 +520,7 @@ impl Analysis {
                 .placeholder
                 .as_deref()
                 .is_some_and(|p| args[i].contains(p))
+            || is_special_file(&args[i])
         {
             self.unknown(
                 &words,
