@@ -9,6 +9,7 @@ use strata_protocol::permission::PermissionMode;
 use super::matching::{CommandLine, ResolvedPath, compile_path_pattern, is_inside, is_protected};
 use super::rules::{PermissionRule, RuleBehavior};
 use super::{PermissionContext, PermissionDecision};
+use crate::tools::bash::analysis::Unknown;
 use crate::tools::{PermissionSubject, Tool};
 
 /// What a call touches, resolved for matching.
@@ -118,6 +119,16 @@ impl PermissionContext {
                 ),
             });
         }
+        if let Some((rule, unknown)) = self.unknown_program(RuleBehavior::Deny, call) {
+            return Ok(PermissionDecision::Deny {
+                reason: format!(
+                    "Permission to use {} was denied: the program of `{}` cannot be known \
+                     before it runs ({}), so the rule `{rule}` ({} deny) cannot be checked. \
+                     Write the command with its program spelled out.",
+                    call.describe, unknown.command, unknown.why, rule.source
+                ),
+            });
+        }
         if self.mode == PermissionMode::Plan && !call.read_only {
             return Ok(PermissionDecision::Deny {
                 reason: format!(
@@ -132,6 +143,13 @@ impl PermissionContext {
             return Err(format!(
                 "{} requires approval by the rule `{rule}` ({} ask)",
                 call.describe, rule.source
+            ));
+        }
+        if let Some((rule, unknown)) = self.unknown_program(RuleBehavior::Ask, call) {
+            return Err(format!(
+                "{} requires approval: the program of `{}` cannot be known before it runs \
+                 ({}), so the rule `{rule}` ({} ask) cannot be checked",
+                call.describe, unknown.command, unknown.why, rule.source
             ));
         }
         if self.mode == PermissionMode::BypassPermissions && self.bypass.is_available() {
@@ -227,6 +245,25 @@ impl PermissionContext {
         })
     }
 
+    /// For a command with a part whose program cannot be known statically: the first
+    /// rule of `behavior` that names a Bash command (any of which that part may be).
+    fn unknown_program<'c>(
+        &self,
+        behavior: RuleBehavior,
+        call: &'c Call<'_>,
+    ) -> Option<(&PermissionRule, &'c Unknown)> {
+        let Subject::Command(line) = &call.subject else {
+            return None;
+        };
+        let unknown = line.unknown()?;
+        let rule = self
+            .rules
+            .list(behavior)
+            .iter()
+            .find(|rule| rule.pattern.is_some() && self.names(rule, call))?;
+        Some((rule, unknown))
+    }
+
     /// Allow rules: a whole-tool rule, or for commands every part allowed (or an exact
     /// rule for the whole line), or for paths every form matching.
     fn allowed_by_rules(&self, call: &Call<'_>) -> bool {
@@ -248,16 +285,27 @@ impl PermissionContext {
                 // A wildcard rule allows a command, not a write through a redirection:
                 // `Bash(echo:*)` must not allow `echo x >> ~/.bashrc`. Only a rule that
                 // names the whole part exactly allows a part that writes a file.
+                // A pattern allows a program it can see: a line with a command whose
+                // program is only known when it runs is never allowed by one, and every
+                // command a part runs (through a wrapper, `xargs`, `bash -c`) must be
+                // allowed too (`Bash(find:*)` does not allow `find -exec rm {} ;`).
+                let allows = |text: &str, writes_file: bool| {
+                    rules
+                        .iter()
+                        .filter_map(|r| r.pattern.as_deref())
+                        .filter(|p| !writes_file || !p.contains('*'))
+                        .any(|p| super::matching::command_matches(p, text))
+                };
                 exact_whole
                     || (!line.parts.is_empty()
+                        && line.unknown().is_none()
                         && line.parts.iter().all(|part| {
-                            rules
-                                .iter()
-                                .filter_map(|r| r.pattern.as_deref())
-                                .filter(|p| !part.writes_file || !p.contains('*'))
-                                .any(|p| super::matching::command_matches(p, &part.text))
+                            allows(&part.text, part.writes_file)
                                 || self.is_cd_into_working_dir(part, call.cwd)
-                        }))
+                        })
+                        && line
+                            .nested_runs()
+                            .all(|run| allows(&run.text, run.writes_file)))
             }
             Subject::Path(p) => rules
                 .iter()

@@ -3,10 +3,16 @@
 //! **Commands** (`Bash(…)`): `npm test` matches exactly that command; `npm run test:*`
 //! matches `npm run test` and anything that continues it after a space (not
 //! `npm run testing`); a `*` elsewhere matches any text (`git * main`). A compound
-//! command is judged part by part (see [`shell`](crate::tools::bash::shell)): a deny or
-//! ask rule hits if it matches any part, an allow rule set allows only if every part is
-//! allowed. `cd` into the project (or an additional directory) counts as allowed, so
-//! `cd sub && npm test` needs only the `npm test` rule.
+//! command is judged part by part (see [`shell`](crate::tools::bash::shell)), and so is
+//! every command a part runs ([`analysis`](crate::tools::bash::analysis): through
+//! wrappers, `xargs`, `find -exec`, `bash -c` strings). A deny or ask rule hits if it
+//! matches any of them in any spelling: as written, as words after quote removal, with
+//! the program's base name (`/bin/rm` is `rm`), and where a word in the rule's span is
+//! only known when it runs (`git $SUB` may be `git push`). An allow rule set allows
+//! only if every part and every command it runs is allowed, matched as written (the
+//! base name is not used: `./git` is not `git`), and never a line with a command whose
+//! program is unknown. `cd` into the project (or an additional directory) counts as
+//! allowed, so `cd sub && npm test` needs only the `npm test` rule.
 //!
 //! **Paths** (`Read(…)`, `Edit(…)`): gitignore-style globs. `//abs/path` is absolute,
 //! `~/x` is in the home directory, `/x` and `./x` are relative to the project root, a
@@ -21,6 +27,7 @@ use strata_config::paths::{
     NameCase, normalize_lexically, path_within, path_within_as_written, resolve_existing, same_name,
 };
 
+use crate::tools::bash::analysis::{Analysis, Run, Unknown, analyze_parts, base_name};
 use crate::tools::bash::shell::{SimpleCommand, split_command};
 
 /// Whether `pattern` (a `Bash(…)` rule's pattern) matches one command text.
@@ -66,24 +73,92 @@ fn wildcard(pattern: &str, text: &str) -> bool {
 pub(crate) struct CommandLine {
     pub(crate) whole: String,
     pub(crate) parts: Vec<SimpleCommand>,
+    /// Every command the parts run.
+    pub(crate) analysis: Analysis,
 }
 
 impl CommandLine {
     pub(crate) fn new(line: &str) -> Self {
+        let parts = split_command(line);
         Self {
             whole: line.trim().to_owned(),
-            parts: split_command(line),
+            analysis: analyze_parts(&parts),
+            parts,
         }
     }
 
-    /// Deny/ask: the pattern hits the whole line or any part (also with leading
-    /// variable assignments removed, so `X=1 rm -rf /` still hits `rm:*`).
+    /// Deny/ask: the pattern hits the whole line, any part (also with leading variable
+    /// assignments removed, so `X=1 rm -rf /` still hits `rm:*`) or any command a part
+    /// runs, in any of its spellings.
     pub(crate) fn any_part_matches(&self, pattern: &str) -> bool {
         command_matches(pattern, &self.whole)
             || self.parts.iter().any(|p| {
                 command_matches(pattern, &p.text) || command_matches(pattern, p.command_text())
             })
+            || self.analysis.runs.iter().any(|r| run_matches(pattern, r))
     }
+
+    /// The first command whose program cannot be known before it runs.
+    pub(crate) fn unknown(&self) -> Option<&Unknown> {
+        self.analysis.unknown.first()
+    }
+
+    /// The commands that parts run (not the parts themselves), for allow rules.
+    pub(crate) fn nested_runs(&self) -> impl Iterator<Item = &Run> {
+        self.analysis.runs.iter().filter(|r| r.nested && !r.view)
+    }
+}
+
+/// Whether a deny or ask `pattern` names `run`: its text, its words joined (as
+/// written and with the program's base name), or word by word.
+fn run_matches(pattern: &str, run: &Run) -> bool {
+    if command_matches(pattern, &run.text) || command_matches(pattern, &run.words.join(" ")) {
+        return true;
+    }
+    let mut resolved = run.words.clone();
+    if let Some(program) = resolved.first_mut() {
+        *program = base_name(program).to_owned();
+    }
+    command_matches(pattern, &resolved.join(" ")) || words_match(pattern, run)
+}
+
+/// A pattern without a wildcard, word by word against `run`'s words: the program by
+/// base name, and a dynamic word within the pattern's words (or, for an exact
+/// pattern, after them: it may expand to nothing) matches whatever the pattern has
+/// there, since it may expand to it.
+fn words_match(pattern: &str, run: &Run) -> bool {
+    let pattern = pattern.trim();
+    let (body, prefix) = match pattern.strip_suffix(":*") {
+        Some(body) => (body.trim_end(), true),
+        None => (pattern, false),
+    };
+    if body.contains('*') {
+        return false; // wildcards are matched on text only
+    }
+    let words: Vec<String> = match split_command(body).as_slice() {
+        [one] if one.assignments == 0 => one.words.clone(),
+        _ => body.split_whitespace().map(str::to_owned).collect(),
+    };
+    if words.is_empty() {
+        return false;
+    }
+    let dynamic = |i: usize| run.dynamic.get(i).copied().unwrap_or(false);
+    for (i, want) in words.iter().enumerate() {
+        let Some(got) = run.words.get(i) else {
+            return false;
+        };
+        if dynamic(i) {
+            // An unknown program is judged as such (its own reason), not as a match.
+            return i > 0;
+        }
+        // Case-insensitively for the program: on a case-insensitive file system
+        // (macOS, Windows) `RM` finds `rm`.
+        let same = got == want || (i == 0 && base_name(got).eq_ignore_ascii_case(base_name(want)));
+        if !same {
+            return false;
+        }
+    }
+    prefix || (words.len()..run.words.len()).all(dynamic)
 }
 
 /// A path a call touches, in the two forms rules are checked against: as written
@@ -292,6 +367,27 @@ mod tests {
         assert!(!command_matches("git * main", "git push origin dev"));
         assert!(command_matches("*", "anything at all"));
         assert!(command_matches("ls *", "ls -la"));
+    }
+
+    #[test]
+    fn rules_see_words_base_names_and_wrapped_commands() {
+        for line in [
+            "/bin/rm x",
+            "'rm' x",
+            "r\\m x",
+            "$'\\x72m' x",
+            "timeout -s KILL 5 rm x",
+            "bash -c 'rm x'",
+            "git $(echo x) && rm x",
+        ] {
+            assert!(CommandLine::new(line).any_part_matches("rm:*"), "{line}");
+        }
+        assert!(CommandLine::new("git -C sub push").any_part_matches("git push:*"));
+        assert!(CommandLine::new("git \"$SUB\" origin").any_part_matches("git push:*"));
+        assert!(!CommandLine::new("git log \"$REF\"").any_part_matches("git push:*"));
+        assert!(!CommandLine::new("echo rm x").any_part_matches("rm:*"));
+        assert!(CommandLine::new("$X x").unknown().is_some());
+        assert!(CommandLine::new("rm x").unknown().is_none());
     }
 
     #[test]

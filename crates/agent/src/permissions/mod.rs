@@ -5,15 +5,19 @@
 //! a [`PermissionDecision`]: run it, refuse it (with a reason the model reads), or ask
 //! the user. The order, from strongest:
 //!
-//! 1. a matching **deny** rule refuses;
+//! 1. a matching **deny** rule refuses (in every mode); so does any deny rule that
+//!    names a Bash command when a command's program cannot be known before it runs
+//!    (`$X x`, `eval "$S"`, `echo … | sh`: it may be the denied one);
 //! 2. in **plan** mode, a call that is not read-only is refused;
-//! 3. a matching **ask** rule asks (also in bypass mode);
+//! 3. a matching **ask** rule asks (also in bypass mode), and so does any ask rule
+//!    that names a Bash command for a command whose program is unknown;
 //! 4. **bypassPermissions** (when available) allows;
 //! 5. a write to a **protected path** (the agents' settings, `.git/`, shell start-up
 //!    files, `.mcp.json`, …: `matching::is_protected`) asks, whatever allow rule or
 //!    mode (accept-edits included) would allow it;
-//! 6. a matching **allow** rule allows (a compound Bash command only if every part is
-//!    allowed);
+//! 6. a matching **allow** rule allows (a compound Bash command only if every part,
+//!    and every command a part runs, is allowed; a pattern never allows a command
+//!    whose program is unknown);
 //! 7. a read-only call inside the project or an additional directory is allowed (in
 //!    every mode);
 //! 8. in **acceptEdits**, a file edit inside the project or an additional directory is

@@ -5,8 +5,9 @@
 //! - A shell command of one simple command: allow its program with any arguments
 //!   (`Bash(npm:*)`), kept in the personal project settings. When that would allow far
 //!   more than the call (a shell, `sudo`, `env`, an interpreter that runs code given on
-//!   its command line) or would not match the call (leading `VAR=value` assignments),
-//!   the exact command instead. A compound command gets no suggestion (one rule would
+//!   its command line), would not match the call (leading `VAR=value` assignments, a
+//!   program that is only known when it runs) or would not cover what it runs (`find
+//!   -exec`, a wrapper), the exact command instead. A compound command gets no suggestion (one rule would
 //!   not cover its parts), nor does one that writes a file through a redirection.
 //! - A file edit inside the project: accept edits for the rest of the session. An edit
 //!   outside the project: allow edits of that one file for the session. A protected
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use super::PermissionContext;
 use super::matching::{ResolvedPath, is_inside};
+use crate::tools::bash::analysis::analyze_parts;
 use crate::tools::bash::shell::split_command;
 use crate::tools::{PermissionSubject, Tool};
 
@@ -59,7 +61,12 @@ pub fn suggestions(
             let Some(program) = one.words.get(one.assignments) else {
                 return Vec::new();
             };
-            let content = if one.assignments > 0 || TOO_BROAD.contains(&program.as_str()) {
+            let analysis = analyze_parts(&parts);
+            let exact = one.assignments > 0
+                || TOO_BROAD.contains(&program.as_str())
+                || !analysis.unknown.is_empty()
+                || analysis.runs.iter().any(|r| r.runs_others);
+            let content = if exact {
                 one.text.trim().to_owned()
             } else {
                 format!("{program}:*")
@@ -130,6 +137,16 @@ mod tests {
         assert_eq!(
             rule(&s(&Bash, json!({"command": "python3 -c 'print(1)'"}))).as_deref(),
             Some("Bash(python3 -c 'print(1)')")
+        );
+        // A program rule would not match these (an unknown program can only be allowed
+        // exactly) or not cover what they run.
+        assert_eq!(
+            rule(&s(&Bash, json!({"command": "$CC -o x x.c"}))).as_deref(),
+            Some("Bash($CC -o x x.c)")
+        );
+        assert_eq!(
+            rule(&s(&Bash, json!({"command": "find . -exec grep x {} +"}))).as_deref(),
+            Some("Bash(find . -exec grep x {} +)")
         );
         assert!(s(&Bash, json!({"command": "make && rm -rf x"})).is_empty());
         assert!(s(&Bash, json!({"command": "echo x > f"})).is_empty());

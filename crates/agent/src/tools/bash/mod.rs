@@ -14,12 +14,16 @@
 //! - The process gets strata's environment without the credential variables, plus the
 //!   context's environment overlay (without them either): [`crate::secrets`].
 //!
-//! The command-line lexer ([`shell`]) and the read-only classifier ([`readonly`]) live
-//! here because they describe shell commands; the permission rules use them too.
+//! The command-line lexer ([`shell`]), what a line runs through wrappers and shell strings
+//! ([`analysis`]) and the read-only classifier ([`readonly`]) live here because they
+//! describe shell commands; the permission rules use them too.
 
+pub mod analysis;
+mod ansi_c;
 mod process;
 pub mod readonly;
 pub mod shell;
+mod wrappers;
 
 use std::time::Duration;
 

@@ -2,12 +2,16 @@
 //!
 //! The list is deliberately short and every entry is a program that cannot write files
 //! or run other programs with the arguments allowed here. A line is read-only only if
-//! every simple command in it (including substitutions) is, and none redirects output
-//! into a file. Anything unknown is "not read-only", which in plan mode means denied and
-//! elsewhere means the normal permission check: a missed entry costs a prompt, a wrong
-//! entry would cost a file.
+//! every command it runs (see [`analysis`](super::analysis): substitutions, and what
+//! wrappers, `xargs`, `find -exec` and `sh -c` strings run) is, and none redirects
+//! output into a file. A few wrappers that only change how a command runs (`timeout`,
+//! `nice`, `xargs`, …) are read-only when what they run is: `timeout 5 cat x` is,
+//! `timeout 5 rm x` is not. A command whose program is unknown is not read-only.
+//! Anything unknown is "not read-only", which in plan mode means denied and elsewhere
+//! means the normal permission check: a missed entry costs a prompt, a wrong entry
+//! would cost a file.
 
-use super::shell::{SimpleCommand, split_command};
+use super::analysis::{Run, analyze};
 
 /// Programs that only read, whatever their arguments.
 const READ_ONLY_PROGRAMS: &[&str] = &[
@@ -69,25 +73,45 @@ const READ_ONLY_GIT: &[&str] = &[
     "grep",
 ];
 
-/// `find` actions that write, delete or run programs.
-const FIND_WRITES: &[&str] = &[
-    "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
+/// Wrappers that neither write nor change who runs the command, when the command they
+/// run was found (it is judged on its own).
+const READ_ONLY_WRAPPERS: &[&str] = &[
+    "timeout", "nice", "time", "command", "builtin", "env", "stdbuf", "xargs", "find", "sh",
+    "bash", "dash", "zsh", "eval",
 ];
+
+/// `find` actions that write or delete (`-exec` and friends run a command, which is
+/// judged on its own).
+const FIND_WRITES: &[&str] = &["-delete", "-fprint", "-fprint0", "-fprintf", "-fls"];
 
 /// Whether every command of `line` only reads.
 pub fn is_read_only_command(line: &str) -> bool {
-    let cmds = split_command(line);
-    !cmds.is_empty() && cmds.iter().all(is_read_only_simple)
+    let analysis = analyze(line);
+    let parts = super::shell::split_command(line);
+    !parts.is_empty()
+        && analysis.unknown.is_empty()
+        && parts
+            .iter()
+            .all(|p| !p.writes_file && p.assignments == 0 && !p.argv().is_empty())
+        && analysis
+            .runs
+            .iter()
+            .filter(|r| !r.view)
+            .all(is_read_only_run)
 }
 
-fn is_read_only_simple(cmd: &SimpleCommand) -> bool {
-    if cmd.writes_file || cmd.assignments > 0 {
+fn is_read_only_run(run: &Run) -> bool {
+    if run.writes_file {
         return false;
     }
-    let argv = cmd.argv();
+    let argv = &run.words;
     let Some(program) = argv.first() else {
         return false;
     };
+    if run.runs_others && READ_ONLY_WRAPPERS.contains(&program.as_str()) {
+        // `find` still must not delete or write files of its own.
+        return program != "find" || !argv.iter().any(|a| FIND_WRITES.contains(&a.as_str()));
+    }
     let args = &argv[1..];
     match program.as_str() {
         "sort" => !args
@@ -120,6 +144,9 @@ mod tests {
             "find . -name '*.rs'",
             "rg -n todo src 2>/dev/null",
             "echo $(pwd)",
+            "timeout 5 cat x",
+            "find . -name '*.rs' -exec grep -l todo {} +",
+            "xargs grep -l todo",
         ] {
             assert!(is_read_only_command(line), "{line}");
         }
@@ -136,6 +163,15 @@ mod tests {
             "git commit -m x",
             "git -c core.pager=x log",
             "cat $(touch y)",
+            "timeout 5 rm x",
+            "nice -n 5 touch y",
+            "env rm x",
+            "xargs -0 rm",
+            "sh -c 'rm x'",
+            "find . -exec grep -q x {} \\; -delete",
+            "$X",
+            "echo x | sh",
+            "/bin/rm x",
             "cd src",
             "FOO=1 ls",
             "xargs rm",

@@ -18,8 +18,13 @@
 pub struct SimpleCommand {
     /// Its source text from the first word on, trimmed (what rules are matched against).
     pub text: String,
-    /// Its words after quote removal, without redirections (no expansion is done).
+    /// Its words after quote removal (also of `$'…'`), without redirections. No
+    /// expansion is done: a word with one keeps its source text (`$X`, `$(cmd)`).
     pub words: Vec<String>,
+    /// For each word, whether its value is only known when it runs: it holds a
+    /// parameter, command or arithmetic expansion, or an unquoted glob or brace
+    /// expansion (`$X`, `` `cmd` ``, `r?`, `{rm,x}`).
+    pub dynamic: Vec<bool>,
     /// How many leading words are variable assignments (`FOO=1 cmd`).
     pub assignments: usize,
     /// Whether it redirects output into a file (`>`, `>>`, `&>`; not `/dev/null` and not
@@ -65,8 +70,7 @@ pub fn split_command(line: &str) -> Vec<SimpleCommand> {
 
 /// Reserved words that may open or close a command without being its program.
 const RESERVED: &[&str] = &[
-    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "time", "{", "}",
-    "esac",
+    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "esac",
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -89,11 +93,43 @@ enum Target {
 struct Word {
     start: usize,
     text: String,
+    /// See [`SimpleCommand::dynamic`].
+    dynamic: bool,
+    /// An unquoted `{` was seen, and then an unquoted `,` or `..` after it (brace
+    /// expansion needs both before the `}`).
+    brace_open: bool,
+    brace_list: bool,
+    /// An unquoted `[` was seen (a bracket glob when a `]` follows).
+    bracket_open: bool,
+}
+
+impl Word {
+    fn at(start: usize) -> Self {
+        Self {
+            start,
+            ..Self::default()
+        }
+    }
+
+    /// An unquoted ordinary character: tracks the glob and brace expansions it may open.
+    fn push_unquoted(&mut self, c: char) {
+        match c {
+            '*' | '?' => self.dynamic = true,
+            '[' => self.bracket_open = true,
+            ']' if self.bracket_open => self.dynamic = true,
+            '{' => self.brace_open = true,
+            ',' if self.brace_open => self.brace_list = true,
+            '.' if self.brace_open && self.text.ends_with('.') => self.brace_list = true,
+            '}' if self.brace_open && self.brace_list => self.dynamic = true,
+            _ => {}
+        }
+        self.text.push(c);
+    }
 }
 
 struct Cmd {
-    /// Words with the byte offset where each starts.
-    words: Vec<(usize, String)>,
+    /// Words with the byte offset where each starts and whether it is dynamic.
+    words: Vec<(usize, String, bool)>,
     /// Where the command's source starts (first byte of anything in it).
     start: Option<usize>,
     writes_file: bool,
@@ -199,15 +235,13 @@ impl Lexer<'_> {
                 }
                 '<' | '>' if self.peek_at(1) == Some('(') => {
                     // Process substitution: its commands run too.
-                    let w = word.get_or_insert_with(|| Word {
-                        start: self.pos,
-                        text: String::new(),
-                    });
+                    let w = word.get_or_insert_with(|| Word::at(self.pos));
                     let from = self.pos;
                     self.bump();
                     self.bump();
                     self.list(out, Some(')'));
                     w.text.push_str(&self.src[from..self.pos]);
+                    w.dynamic = true; // a `/dev/fd/N` path known only when it runs
                 }
                 '>' | '<' => self.redirect(&mut cmd, &mut word, c),
                 '#' if word.is_none() => {
@@ -232,10 +266,7 @@ impl Lexer<'_> {
                     self.finish_cmd(out, &mut cmd, at);
                 }
                 '\'' => {
-                    let w = word.get_or_insert_with(|| Word {
-                        start: self.pos,
-                        text: String::new(),
-                    });
+                    let w = word.get_or_insert_with(|| Word::at(self.pos));
                     self.bump();
                     while let Some(c) = self.bump() {
                         if c == '\'' {
@@ -246,10 +277,7 @@ impl Lexer<'_> {
                 }
                 '"' => {
                     let start = self.pos;
-                    let mut w = word.take().unwrap_or(Word {
-                        start,
-                        text: String::new(),
-                    });
+                    let mut w = word.take().unwrap_or(Word::at(start));
                     self.bump();
                     self.double_quoted(out, &mut w);
                     word = Some(w);
@@ -259,33 +287,19 @@ impl Lexer<'_> {
                     self.bump();
                     match self.bump() {
                         Some('\n') | None => {} // line continuation
-                        Some(c) => word
-                            .get_or_insert_with(|| Word {
-                                start,
-                                text: String::new(),
-                            })
-                            .text
-                            .push(c),
+                        Some(c) => word.get_or_insert_with(|| Word::at(start)).text.push(c),
                     }
                 }
                 '`' | '$' => {
                     let start = self.pos;
-                    let mut w = word.take().unwrap_or(Word {
-                        start,
-                        text: String::new(),
-                    });
+                    let mut w = word.take().unwrap_or(Word::at(start));
                     self.dollar_or_backtick(out, &mut w);
                     word = Some(w);
                 }
                 _ => {
                     let start = self.pos;
                     self.bump();
-                    word.get_or_insert_with(|| Word {
-                        start,
-                        text: String::new(),
-                    })
-                    .text
-                    .push(c);
+                    word.get_or_insert_with(|| Word::at(start)).push_unquoted(c);
                 }
             }
         }
@@ -328,10 +342,34 @@ impl Lexer<'_> {
         }
     }
 
-    /// `$(…)`, `$((…))`, `${…}`, `` `…` `` or a plain `$`: substitutions' commands are
-    /// reported; the word keeps the raw text.
+    /// `$(…)`, `$((…))`, `${…}`, `` `…` ``, `$name` or a plain `$`: substitutions'
+    /// commands are reported; the word keeps the raw text and is marked dynamic. Outside
+    /// double quotes, `$'…'` (ANSI-C quoting) is decoded and `$"…"` read as `"…"`.
     fn dollar_or_backtick(&mut self, out: &mut Vec<SimpleCommand>, w: &mut Word) {
         let from = self.pos;
+        if !self.in_double && self.peek() == Some('$') {
+            match self.peek_at(1) {
+                Some('\'') => {
+                    let (text, len) = super::ansi_c::decode(&self.src[self.pos + 2..]);
+                    self.pos += 2 + len;
+                    w.text.push_str(&text);
+                    return;
+                }
+                Some('"') => {
+                    self.pos += 2;
+                    self.double_quoted(out, w);
+                    return;
+                }
+                _ => {}
+            }
+        }
+        let plain_dollar = self.peek() == Some('$')
+            && !self
+                .peek_at(1)
+                .is_some_and(|c| c.is_ascii_alphanumeric() || "_{(@*#?-$!".contains(c));
+        if !plain_dollar {
+            w.dynamic = true;
+        }
         if self.peek() == Some('`') {
             self.bump();
             self.list(out, Some('`'));
@@ -359,10 +397,7 @@ impl Lexer<'_> {
     /// inside (`${x:-$(cmd)}`) are reported like any other.
     fn skip_expansion(&mut self, out: &mut Vec<SimpleCommand>, open: char, close: char) {
         let mut depth = 0usize;
-        let mut scratch = Word {
-            start: self.pos,
-            text: String::new(),
-        };
+        let mut scratch = Word::at(self.pos);
         while let Some(c) = self.peek() {
             match c {
                 '\\' => {
@@ -450,7 +485,7 @@ impl Lexer<'_> {
         let Some(w) = word.take() else { return };
         cmd.start.get_or_insert(w.start);
         match std::mem::replace(&mut cmd.target, Target::None) {
-            Target::None => cmd.words.push((w.start, w.text)),
+            Target::None => cmd.words.push((w.start, w.text, w.dynamic)),
             Target::Output => {
                 if w.text != "/dev/null" {
                     cmd.writes_file = true;
@@ -481,19 +516,23 @@ impl Lexer<'_> {
         let skip = cmd
             .words
             .iter()
-            .take_while(|(_, w)| RESERVED.contains(&w.as_str()))
+            .take_while(|(_, w, dynamic)| !dynamic && RESERVED.contains(&w.as_str()))
             .count();
-        let words: Vec<(usize, String)> = cmd.words.into_iter().skip(skip).collect();
+        let words: Vec<(usize, String, bool)> = cmd.words.into_iter().skip(skip).collect();
         let text_start = match words.first() {
-            Some((start, _)) => *start,
+            Some((start, _, _)) => *start,
             None if cmd.writes_file => cmd.start.unwrap_or(end),
             None => return,
         };
         let text = self.src[text_start.min(end)..end].trim().to_owned();
-        let assignments = words.iter().take_while(|(_, w)| is_assignment(w)).count();
+        let assignments = words
+            .iter()
+            .take_while(|(_, w, _)| is_assignment(w))
+            .count();
         out.push(SimpleCommand {
             text,
-            words: words.into_iter().map(|(_, w)| w).collect(),
+            dynamic: words.iter().map(|(_, _, d)| *d).collect(),
+            words: words.into_iter().map(|(_, w, _)| w).collect(),
             assignments,
             writes_file: cmd.writes_file,
         });
@@ -548,14 +587,15 @@ fn cmd_writes_anyway(out: &mut Vec<SimpleCommand>, cmd: &Cmd, src: &str, end: us
     let start = cmd.start.unwrap_or(end).min(end);
     out.push(SimpleCommand {
         text: src[start..end].trim().to_owned(),
-        words: cmd.words.iter().map(|(_, w)| w.clone()).collect(),
+        words: cmd.words.iter().map(|(_, w, _)| w.clone()).collect(),
+        dynamic: cmd.words.iter().map(|(_, _, d)| *d).collect(),
         assignments: 0,
         writes_file: true,
     });
 }
 
 /// `NAME=value` with a valid shell name.
-fn is_assignment(word: &str) -> bool {
+pub(crate) fn is_assignment(word: &str) -> bool {
     match word.split_once('=') {
         Some((name, _)) => {
             let mut chars = name.chars();
