@@ -285,7 +285,7 @@ impl Analysis {
             self.unknown(
                 words,
                 "its program is only known when it runs (an expansion, substitution, glob or \
-                 placeholder in command position)",
+                 placeholder stands in command position)",
             );
             return;
         }
