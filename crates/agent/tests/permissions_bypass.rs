@@ -304,6 +304,33 @@ const RM_CORPUS: &[(&str, Expect)] = &[
     ("cd sub && make", RW),
     ("trm x", RW),
     ("git push", RW),
+    // Everyday commands of a coding session still run under a deny rule.
+    ("cargo test -p foo 2>&1 | tail -20", RW),
+    ("npm install && npm run build", RW),
+    ("python3 -m pytest -q", RW),
+    ("git status && git diff --stat", RO),
+    ("ls -la | grep foo | head", RO),
+    ("find . -name '*.py' | xargs wc -l", RO),
+    ("echo \"$PATH\" | tr ':' '\\n'", RO),
+    ("for f in *.rs; do wc -l \"$f\"; done", RW),
+    ("cd \"$(git rev-parse --show-toplevel)\" && make", RW),
+    ("export FOO=bar && make -j$(nproc)", RW),
+    ("kill $(pgrep server)", RW),
+    ("sed -i 's/a/b/' f.txt", RW),
+    ("jq . f.json", RO),
+    ("timeout 60 cargo test", RW),
+    ("command -v cargo >/dev/null && cargo build", RW),
+    ("sh ./configure --prefix=/usr", RW),
+    ("bash -lc 'cargo build'", RW),
+    ("nohup ./server > log.txt 2>&1 &", RW),
+    ("docker run --rm img ls", RW),
+    ("./gradlew build", RW),
+    ("git -C sub log -3", RW),
+    ("env | sort", RW),
+    // The cost of failing closed: a program (or file of commands) only known when it
+    // runs is denied whenever a deny rule names a Bash command.
+    ("source .venv/bin/activate && pytest", Denied),
+    ("\"$EDITOR\" notes.txt", Denied),
 ];
 
 #[test]

@@ -122,10 +122,10 @@ impl PermissionContext {
         if let Some((rule, unknown)) = self.unknown_program(RuleBehavior::Deny, call) {
             return Ok(PermissionDecision::Deny {
                 reason: format!(
-                    "Permission to use {} was denied: the program of `{}` cannot be known \
-                     before it runs ({}), so the rule `{rule}` ({} deny) cannot be checked. \
-                     Write the command with its program spelled out.",
-                    call.describe, unknown.command, unknown.why, rule.source
+                    "Permission to use {} was denied: what `{}` runs cannot be checked \
+                     against the rule `{rule}` ({} deny) before it runs: {}. Write the \
+                     command so that the program it runs is spelled out.",
+                    call.describe, unknown.command, rule.source, unknown.why
                 ),
             });
         }
@@ -147,9 +147,9 @@ impl PermissionContext {
         }
         if let Some((rule, unknown)) = self.unknown_program(RuleBehavior::Ask, call) {
             return Err(format!(
-                "{} requires approval: the program of `{}` cannot be known before it runs \
-                 ({}), so the rule `{rule}` ({} ask) cannot be checked",
-                call.describe, unknown.command, unknown.why, rule.source
+                "{} requires approval: what `{}` runs cannot be checked against the rule \
+                 `{rule}` ({} ask) before it runs: {}",
+                call.describe, unknown.command, rule.source, unknown.why
             ));
         }
         if self.mode == PermissionMode::BypassPermissions && self.bypass.is_available() {

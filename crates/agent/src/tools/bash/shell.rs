@@ -3,11 +3,16 @@
 //! Permission rules (`Bash(npm test:*)`) and the plan-mode read-only check must judge
 //! every command a line runs, not the line's first word: `npm test && rm -rf ~` starts
 //! like an allowed command. This is a small, conservative lexer for the bash subset
-//! models write: quotes, escapes, `&&`, `||`, `;`, `|`, `&`, newlines, subshells,
+//! models write: quotes (also `$'…'`, decoded by [`ansi_c`](super::ansi_c), and `$"…"`),
+//! escapes, `&&`, `||`, `;`, `|`, `&`, newlines, subshells,
 //! `{ …; }` groups, command substitution (`$(…)`, backticks) and process substitution
 //! (whose inner commands are reported as commands of their own), redirections (output
 //! into a file is flagged), here-documents (their bodies are data, not commands), and
 //! the reserved words that introduce commands (`if`, `then`, `do`, …).
+//!
+//! Each word says whether its value is only known when it runs (an expansion, a
+//! substitution, an unquoted glob or brace expansion): a program spelled that way
+//! cannot be matched against a rule (see [`analysis`](super::analysis)).
 //!
 //! It is not a full shell parser and does not need to be: anything it cannot classify
 //! (`for` loops, functions, `case`) stays in the command text, where no prefix rule
@@ -709,6 +714,25 @@ mod tests {
         assert_eq!(c.assignments, 2);
         assert_eq!(c.program(), Some("rm"));
         assert_eq!(c.command_text(), "rm -rf x");
+    }
+
+    #[test]
+    fn ansi_c_and_locale_quotes_are_removed() {
+        let c = &split_command(r#"$'\x72m' $"a b" "$'x'""#)[0];
+        assert_eq!(c.words, ["rm", "a b", "$'x'"]);
+        assert_eq!(c.dynamic, [false, false, false]);
+    }
+
+    #[test]
+    fn words_known_only_when_run_are_marked_dynamic() {
+        // The outer command comes after those of its substitutions.
+        let dynamic = |line: &str| split_command(line).last().unwrap().dynamic.clone();
+        assert_eq!(dynamic("$X a"), [true, false]);
+        assert_eq!(dynamic("rm${IFS}x"), [true]);
+        assert_eq!(dynamic("\"$(echo rm)\" a"), [true, false]);
+        assert_eq!(dynamic("/bin/r? /bin/r[m] r* {rm,x} r{a..b}"), [true; 5]);
+        assert_eq!(dynamic("'r?' \\* {} a{b} [ x ] $ a$"), [false; 9]);
+        assert_eq!(dynamic("cat <(ls)"), [false, true]);
     }
 
     #[test]

@@ -281,11 +281,18 @@ impl Analysis {
             .placeholder
             .as_deref()
             .is_some_and(|p| program.contains(p));
-        if dynamic.first().copied().unwrap_or(false) || placeholder || is_special_file(program) {
+        if is_special_file(program) {
+            self.unknown(
+                words,
+                "its program is a file under /proc or /dev (the shell itself, or its input)",
+            );
+            return;
+        }
+        if dynamic.first().copied().unwrap_or(false) || placeholder {
             self.unknown(
                 words,
                 "its program is only known when it runs (an expansion, substitution, glob or \
-                 placeholder in command position)",
+                 placeholder stands in command position)",
             );
             return;
         }
@@ -344,7 +351,7 @@ impl Analysis {
                     &adyn[body.min(adyn.len())..],
                     rest.join(" "),
                     writes,
-                    cx,
+                    &cx.inner(),
                 );
             }
             "find" => self.find(args, adyn, cx),
