@@ -92,7 +92,8 @@ impl PermissionContext {
                 reason: format!(
                     "{ask_reason}, and no permission prompt can be shown here, so it was denied \
                      automatically. No allow rule covers a protected file: the user can make \
-                     this change, or run strata with the permission to approve it."
+                     this change themselves, approve it in a session that can ask, or run in \
+                     bypassPermissions mode."
                 ),
             }
         } else if self.should_avoid_prompts {
@@ -142,8 +143,8 @@ impl PermissionContext {
         // (`Write(/**)` writing `.strata/settings.local.json` to allow Bash).
         if let (Some(what), Subject::Path(p)) = (call.protected, &call.subject) {
             return Err(format!(
-                "{} requires approval: {} is {what}, a protected path that no allow rule or \
-                 accept-edits mode covers (only bypassPermissions mode skips this)",
+                "{} requires approval: {} is a protected path ({what}), which no allow rule \
+                 or accept-edits mode covers (only bypassPermissions mode skips this)",
                 call.describe,
                 p.lexical.display()
             ));
@@ -186,7 +187,7 @@ impl PermissionContext {
         let resolved = ResolvedPath::new(path, cwd);
         self.protected(&resolved).map(|what| {
             format!(
-                "writing {} requires approval: it is {what}, a protected path",
+                "writing {} requires approval: it is a protected path ({what})",
                 resolved.lexical.display()
             )
         })
