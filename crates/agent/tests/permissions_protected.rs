@@ -333,3 +333,28 @@ fn protected_write_judges_a_bare_target_path() {
         "relative to the cwd, with `..`"
     );
 }
+
+/// Protected folder names count below the working directory holding the path: a
+/// project that itself lives under a `.vscode` (or `.claude`) folder can still be
+/// edited, but its own `.git` cannot, and a file outside every working directory is
+/// judged by all its names (a linked worktree's git folder elsewhere).
+#[test]
+fn protected_names_count_below_the_project_root_and_everywhere_outside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join(".vscode/extensions/my-ext");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    let mut c = PermissionContext::new(&root);
+    c.rules = context(&env(), Default, BROAD, &[]).rules;
+    c.home = Some(base.join("home"));
+    c.protected_dirs = Vec::new();
+    let check = |path: PathBuf| want(&c.check(&Write, &write(&path), &root));
+    assert_eq!(check(root.join("src/extension.ts")), Want::Allow);
+    assert_eq!(check(root.join(".git/hooks/pre-commit")), Want::Ask);
+    assert_eq!(
+        check(base.join("main/.git/worktrees/my-ext/config")),
+        Want::Ask,
+        "outside the project every name counts"
+    );
+    assert_eq!(check(base.join("main/src/lib.rs")), Want::Allow);
+}
