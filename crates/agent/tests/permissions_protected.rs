@@ -358,3 +358,22 @@ fn protected_names_count_below_the_project_root_and_everywhere_outside() {
     );
     assert_eq!(check(base.join("main/src/lib.rs")), Want::Allow);
 }
+
+/// A hard link is another name of the same file: writing `innocent` (a hard link to a
+/// git hook made earlier) changes the hook. Its other names cannot be found, so a file
+/// with several links asks.
+#[test]
+fn a_hard_link_to_a_protected_file_asks() {
+    let e = env();
+    std::fs::create_dir_all(e.root.join(".git/hooks")).unwrap();
+    std::fs::write(e.root.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::hard_link(
+        e.root.join(".git/hooks/pre-commit"),
+        e.root.join("innocent"),
+    )
+    .unwrap();
+    std::fs::write(e.root.join("plain.txt"), "x").unwrap();
+    let c = context(&e, Default, BROAD, &[]);
+    expect_all(&c, &e, &[e.root.join("innocent")], Want::Ask, "hard link");
+    expect_all(&c, &e, &[e.root.join("plain.txt")], Want::Allow, "one name");
+}
