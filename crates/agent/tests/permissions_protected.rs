@@ -327,6 +327,13 @@ fn protected_write_judges_a_bare_target_path() {
     assert!(reason.contains(".git/hooks/pre-commit"), "{reason}");
     assert!(c.protected_write(&e.home.join(".zshrc"), &e.root).is_some());
     assert!(c.protected_write(Path::new("src/a.rs"), &e.root).is_none());
+    let rc = c
+        .protected_write(Path::new("~/.config/fish/config.fish"), &e.root)
+        .unwrap();
+    assert!(
+        rc.contains(&e.home.display().to_string()),
+        "`~/` is the home: {rc}"
+    );
     assert!(
         c.protected_write(Path::new("sub/../.mcp.json"), &e.root.join("src"))
             .is_some(),

@@ -179,12 +179,18 @@ impl PermissionContext {
         is_protected(path, &roots, &self.protected_dirs)
     }
 
-    /// Whether writing the file at `path` (relative paths against `cwd`) needs
-    /// approval whatever the allow rules say: for tools that write files other than
-    /// through a path subject (a Bash redirection target), so they ask as Write and
-    /// Edit do. `Some(the reason)` when protected.
+    /// Whether writing the file at `path` (relative paths against `cwd`, a leading `~/`
+    /// in the home directory) needs approval whatever the allow rules say: for tools
+    /// that write files other than through a path subject (a Bash redirection target),
+    /// so they ask as Write and Edit do. `Some(the reason)` when protected. A target
+    /// whose value is only known at run time (`> "$F"`) cannot be judged here; the
+    /// caller must treat it as unknown.
     pub fn protected_write(&self, path: &Path, cwd: &Path) -> Option<String> {
-        let resolved = ResolvedPath::new(path, cwd);
+        let expanded = match (path.strip_prefix("~"), &self.home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => path.to_path_buf(),
+        };
+        let resolved = ResolvedPath::new(&expanded, cwd);
         self.protected(&resolved).map(|what| {
             format!(
                 "writing {} requires approval: it is a protected path ({what})",
