@@ -327,9 +327,60 @@ fn protected_write_judges_a_bare_target_path() {
     assert!(reason.contains(".git/hooks/pre-commit"), "{reason}");
     assert!(c.protected_write(&e.home.join(".zshrc"), &e.root).is_some());
     assert!(c.protected_write(Path::new("src/a.rs"), &e.root).is_none());
+    let rc = c
+        .protected_write(Path::new("~/.config/fish/config.fish"), &e.root)
+        .unwrap();
+    assert!(
+        rc.contains(&e.home.display().to_string()),
+        "`~/` is the home: {rc}"
+    );
     assert!(
         c.protected_write(Path::new("sub/../.mcp.json"), &e.root.join("src"))
             .is_some(),
         "relative to the cwd, with `..`"
     );
+}
+
+/// Protected folder names count below the working directory holding the path: a
+/// project that itself lives under a `.vscode` (or `.claude`) folder can still be
+/// edited, but its own `.git` cannot, and a file outside every working directory is
+/// judged by all its names (a linked worktree's git folder elsewhere).
+#[test]
+fn protected_names_count_below_the_project_root_and_everywhere_outside() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join(".vscode/extensions/my-ext");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    let mut c = PermissionContext::new(&root);
+    c.rules = context(&env(), Default, BROAD, &[]).rules;
+    c.home = Some(base.join("home"));
+    c.protected_dirs = Vec::new();
+    let check = |path: PathBuf| want(&c.check(&Write, &write(&path), &root));
+    assert_eq!(check(root.join("src/extension.ts")), Want::Allow);
+    assert_eq!(check(root.join(".git/hooks/pre-commit")), Want::Ask);
+    assert_eq!(
+        check(base.join("main/.git/worktrees/my-ext/config")),
+        Want::Ask,
+        "outside the project every name counts"
+    );
+    assert_eq!(check(base.join("main/src/lib.rs")), Want::Allow);
+}
+
+/// A hard link is another name of the same file: writing `innocent` (a hard link to a
+/// git hook made earlier) changes the hook. Its other names cannot be found, so a file
+/// with several links asks.
+#[test]
+fn a_hard_link_to_a_protected_file_asks() {
+    let e = env();
+    std::fs::create_dir_all(e.root.join(".git/hooks")).unwrap();
+    std::fs::write(e.root.join(".git/hooks/pre-commit"), "#!/bin/sh\n").unwrap();
+    std::fs::hard_link(
+        e.root.join(".git/hooks/pre-commit"),
+        e.root.join("innocent"),
+    )
+    .unwrap();
+    std::fs::write(e.root.join("plain.txt"), "x").unwrap();
+    let c = context(&e, Default, BROAD, &[]);
+    expect_all(&c, &e, &[e.root.join("innocent")], Want::Ask, "hard link");
+    expect_all(&c, &e, &[e.root.join("plain.txt")], Want::Allow, "one name");
 }

@@ -93,7 +93,8 @@ impl PermissionContext {
                 reason: format!(
                     "{ask_reason}, and no permission prompt can be shown here, so it was denied \
                      automatically. No allow rule covers a protected file: the user can make \
-                     this change, or run strata with the permission to approve it."
+                     this change themselves, approve it in a session that can ask, or run in \
+                     bypassPermissions mode."
                 ),
             }
         } else if self.should_avoid_prompts {
@@ -160,8 +161,8 @@ impl PermissionContext {
         // (`Write(/**)` writing `.strata/settings.local.json` to allow Bash).
         if let (Some(what), Subject::Path(p)) = (call.protected, &call.subject) {
             return Err(format!(
-                "{} requires approval: {} is {what}, a protected path that no allow rule or \
-                 accept-edits mode covers (only bypassPermissions mode skips this)",
+                "{} requires approval: {} is a protected path ({what}), which no allow rule \
+                 or accept-edits mode covers (only bypassPermissions mode skips this)",
                 call.describe,
                 p.lexical.display()
             ));
@@ -196,15 +197,21 @@ impl PermissionContext {
         is_protected(path, &roots, &self.protected_dirs)
     }
 
-    /// Whether writing the file at `path` (relative paths against `cwd`) needs
-    /// approval whatever the allow rules say: for tools that write files other than
-    /// through a path subject (a Bash redirection target), so they ask as Write and
-    /// Edit do. `Some(the reason)` when protected.
+    /// Whether writing the file at `path` (relative paths against `cwd`, a leading `~/`
+    /// in the home directory) needs approval whatever the allow rules say: for tools
+    /// that write files other than through a path subject (a Bash redirection target),
+    /// so they ask as Write and Edit do. `Some(the reason)` when protected. A target
+    /// whose value is only known at run time (`> "$F"`) cannot be judged here; the
+    /// caller must treat it as unknown.
     pub fn protected_write(&self, path: &Path, cwd: &Path) -> Option<String> {
-        let resolved = ResolvedPath::new(path, cwd);
+        let expanded = match (path.strip_prefix("~"), &self.home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => path.to_path_buf(),
+        };
+        let resolved = ResolvedPath::new(&expanded, cwd);
         self.protected(&resolved).map(|what| {
             format!(
-                "writing {} requires approval: it is {what}, a protected path",
+                "writing {} requires approval: it is a protected path ({what})",
                 resolved.lexical.display()
             )
         })

@@ -200,6 +200,8 @@ const SHELL: &str = "a shell start-up file";
 const EDITOR: &str = "an editor's settings (which can run tasks)";
 const SSH: &str = "ssh's configuration or keys";
 const MCP: &str = "the MCP servers the agent starts";
+const HARD_LINKED: &str = "a file with several hard links, which may be another name of a \
+                           protected file";
 
 /// Folders whose files configure programs that run code or grant permissions: an
 /// edit there gives the model more than an edit (a `.strata/settings.local.json`
@@ -248,8 +250,9 @@ type Within = fn(&Path, &Path, NameCase) -> Option<PathBuf>;
 /// [`PROTECTED_FILES`] name anywhere; a [`PROTECTED_DIRS`] or [`PROTECTED_SUBDIRS`]
 /// folder among the names below the deepest working directory (`roots`) holding the
 /// path (all names when none does: a project that itself lives under a `.vscode`
-/// folder is not protected as a whole); or inside one of `dirs` (the config
-/// directories, protected as a whole wherever they are).
+/// folder is not protected as a whole); inside one of `dirs` (the config
+/// directories, protected as a whole wherever they are); or an existing file with
+/// several hard links.
 pub(crate) fn is_protected(
     path: &ResolvedPath,
     roots: &[&Path],
@@ -294,12 +297,20 @@ pub(crate) fn is_protected(
             }
         }
     }
-    dirs.iter()
-        .any(|dir| {
-            path_within(&path.lexical, dir, case).is_some()
-                || path_within_as_written(&path.lexical, dir, case).is_some()
-        })
-        .then_some(AGENT)
+    if dirs.iter().any(|dir| {
+        path_within(&path.lexical, dir, case).is_some()
+            || path_within_as_written(&path.lexical, dir, case).is_some()
+    }) {
+        return Some(AGENT);
+    }
+    // A file with more than one name may be a protected file under another name (a
+    // hard link made earlier); where its other names are cannot be known, so it asks.
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(&path.real)
+            .is_ok_and(|m| m.is_file() && m.nlink() > 1)
+            .then_some(HARD_LINKED)
+    }
 }
 
 /// Compiles a path rule pattern into globs over absolute paths.

@@ -56,10 +56,11 @@ pub fn normalize_lexically(path: &Path) -> PathBuf {
     out
 }
 
-/// Where `path` (absolute) leads when it is opened or created: symbolic links resolved
-/// as far as the path exists, dangling links followed, the missing rest appended (see
-/// the [module](self)). A relative path is resolved against nothing and returned
-/// normalised lexically.
+/// Where `path` (absolute) leads when it is opened or created: the longest existing
+/// prefix resolved by the OS (`..` after a link climbs from the link's target), a
+/// dangling link followed by reading it (writing through it creates its target), and
+/// the missing rest appended with `.` dropped and `..` removing the previous name. A
+/// relative path is resolved against nothing and returned normalised lexically.
 pub fn resolve_existing(path: &Path) -> PathBuf {
     if !path.is_absolute() {
         // Resolving against the process's directory would judge some other place.

@@ -400,4 +400,24 @@ mod tests {
             report.outside_project
         );
     }
+
+    /// Regression: a dangling link in the project (`leak -> ../outside-new`) counted as
+    /// inside, since only its existing parent was resolved; restoring it would create
+    /// the file outside. The shared containment test follows the link.
+    #[test]
+    fn regression_a_dangling_link_out_of_the_project_is_outside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let backups = base.join("file-history/s");
+        std::fs::create_dir_all(&backups).unwrap();
+        std::fs::write(backups.join("b@v1"), "planted").unwrap();
+        let project = base.join("p");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        let target = base.join("outside-new");
+        std::os::unix::fs::symlink(&target, project.join("leak")).unwrap();
+        let t = targets(&[snap("u1", &[("leak", Some("b@v1"))])]);
+        let report = run(&backups, &project, "u1", t, false).unwrap();
+        assert!(!target.exists(), "nothing was created outside the project");
+        assert_eq!(report.outside_project, ["leak"]);
+    }
 }
