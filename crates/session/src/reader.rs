@@ -9,8 +9,10 @@
 //! last compact boundary on (`boundary`): before it, only metadata and assistant lines
 //! (for titles and cost) are read in full.
 //!
-//! Bad input never fails the whole file: a line that is not JSON is skipped and reported
-//! with its line number, column and reason. A line that holds a torn fragment followed by
+//! Bad input never fails the whole file: a line that is not JSON (invalid UTF-8 and raw
+//! control characters in strings included, which the structural scan alone would let
+//! through and serde would refuse later) is skipped and reported with its line number,
+//! column and reason. A line that holds a torn fragment followed by
 //! a whole record (two writes fused after a crash) gives the record back, and a final
 //! line cut short by a crash is reported as torn. Blank lines are ignored.
 

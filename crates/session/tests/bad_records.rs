@@ -151,3 +151,31 @@ fn listing_skips_and_counts_a_bad_record_as_resume_does() {
     let again = listing::list_project(cfg.path(), project).unwrap();
     assert_eq!(again.sessions[0], *s);
 }
+
+/// A line torn by a crash (the writer ends it with a newline on reopening, so it stays a
+/// lone line) is not a message in the listing either.
+#[test]
+fn listing_skips_a_torn_message_line_as_resume_does() {
+    let cfg = tempfile::tempdir().unwrap();
+    let project = Path::new("/w/p");
+    let dir = strata_config::paths::project_sessions_dir(cfg.path(), project);
+    let whole = user("u2", Some("a1"), "second");
+    let torn = whole[..whole.len() / 2].to_vec();
+    let path = write(
+        &dir,
+        "s1.jsonl",
+        &[
+            user("u1", None, "first"),
+            assistant("a1", "u1", "one"),
+            torn,
+            whole,
+        ],
+    );
+    let listed = listing::list_project(cfg.path(), project).unwrap();
+    let loaded = LoadedSession::load(&path).unwrap();
+    assert_eq!(loaded.malformed().len(), 1);
+    assert_eq!(loaded.malformed()[0].line, 3);
+    assert_eq!(listed.sessions[0].skipped_lines, 1);
+    assert_eq!(listed.sessions[0].message_count, 3);
+    assert_eq!(loaded.message_count(), 3);
+}

@@ -39,6 +39,11 @@ use crate::provider::Provider;
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// Where the session's messages go (one call per output line).
+///
+/// A transcript record (an `assistant` line, a `user` tool result) reaches the sink only
+/// after its transcript line has been handed to the kernel, so whatever a sink shows
+/// survives a kill of the process (issue 16: "acknowledged means written"); the
+/// `result` of a turn comes after the turn's fsync.
 pub trait EventSink: Send + Sync {
     /// Emits one message. Must not block for long: it is called from the query loop.
     fn emit(&self, message: SdkMessage);
