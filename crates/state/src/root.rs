@@ -33,13 +33,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use strata_config::{ConfigError, SettingsFiles, SettingsWatcher};
+use strata_config::{ConfigError, MergedSettings, SettingsFiles, SettingsWatcher};
 use strata_protocol::settings::Settings;
 use strata_store::{Store, Update};
 
 use crate::app_state::{AppState, Notification, NotificationPriority, Runtime};
 use crate::effects::{EffectsHub, SessionExternalMetadata, external_metadata_to_app_state};
-use crate::settings_sync::{apply_settings_change, disable_bypass_if_forbidden, error_is_about};
+use crate::settings_sync::{apply_settings_change, disable_bypass_if_forbidden};
 
 /// Creating a root store failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -268,40 +268,55 @@ impl AppStore {
         self.store.set(external_metadata_to_app_state(metadata))
     }
 
-    /// Watches the settings files and applies every change to this store (UI-7).
-    ///
-    /// On each reported change the sources are merged again and applied with
-    /// [`apply_settings_change`]. If the file that changed no longer parses (an editor
-    /// mid-save, a typo), the last good settings stay in force, the error (file, line,
-    /// column, problem) is logged and shown as a notification, and the file is left as
-    /// the user wrote it. Dropping the returned watcher stops watching.
+    /// Watches the settings files and applies every change to this store (UI-7); see
+    /// [`watch_settings_with`](Self::watch_settings_with).
     pub fn watch_settings(
         &self,
         files: SettingsFiles,
         debounce: Duration,
     ) -> Result<SettingsWatcher, ConfigError> {
+        self.watch_settings_with(files, debounce, |_| {})
+    }
+
+    /// Watches the settings files and applies every change to this store (UI-7), then
+    /// hands the fresh merge to `on_reload` (for what reads settings beside the store,
+    /// such as the agent's permission rules).
+    ///
+    /// On each reported change the sources are merged again ([`SettingsFiles::load`],
+    /// which fails closed: a file that no longer parses — an editor mid-save, a typo —
+    /// contributes its last good values, so they stay in force) and applied with
+    /// [`apply_settings_change`]. A problem is reported once, when it first appears
+    /// (file, line, column, what is wrong, and what stays in force): logged as a warning
+    /// (stderr in headless mode) and shown as a notification. Nothing is written back to
+    /// the file. Each applied reload is logged at `info` ("settings reloaded"). Dropping
+    /// the returned watcher stops watching.
+    pub fn watch_settings_with(
+        &self,
+        files: SettingsFiles,
+        debounce: Duration,
+        mut on_reload: impl FnMut(&MergedSettings) + Send + 'static,
+    ) -> Result<SettingsWatcher, ConfigError> {
         let store = self.clone();
         let locations = files.locations().clone();
         SettingsWatcher::start(&locations, debounce, move |change| {
             let merged = files.load();
-            if let Some(error) = merged
-                .errors
-                .iter()
-                .find(|e| error_is_about(e, &change.path))
-            {
-                tracing::warn!(%error, "settings file changed but cannot be used; keeping the previous settings");
+            for warning in merged.new_warnings() {
+                tracing::warn!("{warning}");
                 let note = Notification {
                     key: "settings-error".into(),
-                    text: Arc::from(format!(
-                        "{error} (keeping the previous settings until the file is fixed)"
-                    )),
+                    text: Arc::from(warning),
                     priority: NotificationPriority::High,
                     timeout_ms: Some(15_000),
                 };
                 let _ = store.update(|s| s.ui.notifications = s.ui.notifications.push(note));
-                return;
             }
             let _ = store.set(apply_settings_change(change.source, &merged));
+            on_reload(&merged);
+            tracing::info!(
+                source = %change.source,
+                file = %change.path.display(),
+                "settings reloaded"
+            );
         })
     }
 }

@@ -19,6 +19,7 @@ use strata_state::{EffectsHub, Ports, RuntimeFacts, SessionScope, default_app_st
 
 use super::cost;
 use super::hooks::SessionHooks;
+use super::live_settings::{self, LivePermissions};
 use super::record::Recorder;
 use super::{EngineOptions, EventSink, Inner, OpenError, ResumeTarget};
 use crate::permissions::PermissionContext;
@@ -38,7 +39,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     }
     let files = SettingsFiles::new(locations);
     let merged = files.load();
-    warnings.extend(merged.errors.iter().map(ToString::to_string));
+    warnings.extend(merged.warnings().map(str::to_owned));
     let global = GlobalConfigFile::new(&config_dir);
     let global_config = global.read().unwrap_or_else(|e| {
         warnings.push(e.to_string());
@@ -113,10 +114,12 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         .or_else(|| conversation.as_ref().and_then(|c| c.model.clone()));
 
     // Permissions and tools.
-    let (permissions, permission_warnings) =
+    let (mut permissions, permission_warnings) =
         PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)
             .map_err(|e| OpenError::Other(e.to_string()))?;
-    warnings.extend(permission_warnings);
+    // Files whose rules cannot be read make every call ask (fail closed, issue 16).
+    Arc::make_mut(&mut permissions.rules).unknown = merged.unknown_permissions.clone();
+    warnings.extend(permission_warnings.iter().cloned());
     let tools =
         ToolRegistry::default().filtered(|t| !permissions.rules.denies_tool_entirely(t.name()));
 
@@ -194,14 +197,27 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());
-    tool_context.working_dirs = Arc::new(Mutex::new(permissions.additional_directories.clone()));
+    let working_dirs = Arc::new(Mutex::new(permissions.additional_directories.clone()));
+    tool_context.working_dirs = Arc::clone(&working_dirs);
     tool_context.env = env;
 
-    let default_model = merged
-        .settings
-        .model
-        .clone()
-        .or_else(|| options.provider.default_model().map(str::to_owned));
+    // Live settings (UI-7): edits of the settings files reach the store and the rules the
+    // decisions read, for the whole session.
+    let permissions = Arc::new(LivePermissions::new(
+        permissions,
+        options.permission.clone(),
+        working_dirs,
+        permission_warnings,
+    ));
+    let settings_watcher = live_settings::watch(
+        &root,
+        files.clone(),
+        Arc::clone(&permissions),
+        &mut warnings,
+    );
+
+    // The settings' model is read from the store at each request (it may change).
+    let default_model = options.provider.default_model().map(str::to_owned);
     Ok(Inner {
         session_id: session,
         _root: root,
@@ -226,6 +242,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         current_turn: Mutex::new(None),
         session_permissions: Mutex::new(Default::default()),
         settings: files,
+        _settings_watcher: settings_watcher,
     })
 }
 

@@ -83,7 +83,7 @@ impl Inner {
     /// The permission context of the next check: the launch's, with the session's rules
     /// and directories added.
     pub(crate) fn effective_permissions(&self) -> PermissionContext {
-        let mut permissions = self.permissions.clone();
+        let mut permissions = self.permissions.current();
         let session = crate::sync::lock(&self.session_permissions);
         if session.is_empty() {
             return permissions;

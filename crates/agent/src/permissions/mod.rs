@@ -7,15 +7,17 @@
 //!
 //! 1. a matching **deny** rule refuses;
 //! 2. in **plan** mode, a call that is not read-only is refused;
-//! 3. a matching **ask** rule asks (also in bypass mode);
-//! 4. **bypassPermissions** (when available) allows;
-//! 5. a matching **allow** rule allows (a compound Bash command only if every part is
+//! 3. while a settings file's rules cannot be read ([`RuleSet::unknown`]), every call
+//!    asks (also in bypass mode; denied where no one can be asked);
+//! 4. a matching **ask** rule asks (also in bypass mode);
+//! 5. **bypassPermissions** (when available) allows;
+//! 6. a matching **allow** rule allows (a compound Bash command only if every part is
 //!    allowed);
-//! 6. a read-only call inside the project or an additional directory is allowed (in
+//! 7. a read-only call inside the project or an additional directory is allowed (in
 //!    every mode);
-//! 7. in **acceptEdits**, a file edit inside the project or an additional directory is
+//! 8. in **acceptEdits**, a file edit inside the project or an additional directory is
 //!    allowed;
-//! 8. everything else asks.
+//! 9. everything else asks.
 //!
 //! An "ask" becomes a deny in **dontAsk** mode and when prompts must be avoided
 //! (`should_avoid_prompts`: an asynchronous sub-agent, SA-4, or headless mode without a
