@@ -281,15 +281,23 @@ fn in_config_dir(config_dir: &Path, path: &Path) -> bool {
 }
 
 /// The git branch of `dir`'s repository, read from `.git/HEAD` (no process spawned:
-/// this runs at start-up). Empty outside a repository or on a detached head.
+/// this runs at start-up). Empty outside a repository or on a detached head. Reads are
+/// bounded (a repository may make `.git` or `HEAD` a FIFO or a link to a device).
 fn git_branch(dir: &Path) -> String {
+    /// Far more than a `HEAD` or a `.git` file holds.
+    const LIMIT: u64 = 64 * 1024;
+    let read_small = |path: &Path| {
+        strata_config::read_bounded(path, LIMIT)
+            .ok()
+            .flatten()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+    };
     let Some(git) = dir.ancestors().map(|d| d.join(".git")).find(|g| g.exists()) else {
         return String::new();
     };
     let head_file = if git.is_file() {
         // A worktree or submodule: `.git` names the real git dir.
-        std::fs::read_to_string(&git)
-            .ok()
+        read_small(&git)
             .and_then(|t| t.strip_prefix("gitdir:").map(|p| PathBuf::from(p.trim())))
             .map(|gitdir| {
                 if gitdir.is_absolute() {
@@ -303,7 +311,7 @@ fn git_branch(dir: &Path) -> String {
         Some(git.join("HEAD"))
     };
     head_file
-        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|f| read_small(&f))
         .and_then(|head| {
             head.trim()
                 .strip_prefix("ref: refs/heads/")

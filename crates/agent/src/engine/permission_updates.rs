@@ -80,8 +80,8 @@ fn behavior_key(behavior: RuleBehaviorName) -> &'static str {
 }
 
 impl Inner {
-    /// The permission context of the next check: the launch's, with the session's rules
-    /// and directories added.
+    /// The permission context of the next check: the live settings' and the launch's,
+    /// with the session's rules and directories added.
     pub(crate) fn effective_permissions(&self) -> PermissionContext {
         let mut permissions = self.permissions.current();
         let session = crate::sync::lock(&self.session_permissions);
