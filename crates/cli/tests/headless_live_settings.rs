@@ -339,3 +339,33 @@ async fn a_project_settings_link_to_dev_zero_is_refused_and_the_session_still_ru
         run.stderr
     );
 }
+
+/// A `--settings` file that is a FIFO is refused before the session starts (exit 2),
+/// like one that does not parse: the user asked for those settings.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_settings_flag_naming_a_fifo_is_a_usage_error_not_a_hang() {
+    let env = Env::new();
+    let fifo = env.home.join("settings.fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let server = MockServer::start().await.unwrap();
+    let run = env
+        .run(
+            Some(&server),
+            &["-p", "hi", "--settings", fifo.to_str().unwrap()],
+        )
+        .await;
+    assert!(server.requests().is_empty(), "no session was started");
+    assert_eq!(run.code, Some(2), "{run:#?}");
+    assert!(
+        run.stderr.contains(&fifo.display().to_string()) && run.stderr.contains("FIFO"),
+        "{}",
+        run.stderr
+    );
+}
