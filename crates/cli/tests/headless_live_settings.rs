@@ -142,6 +142,17 @@ impl Session {
     }
 }
 
+/// Replaces `path` the way editors and strata save (a new file renamed over the old), so
+/// the watcher never sees a half-written file.
+fn save(path: &Path, text: &str) {
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp",
+        path.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
 /// The `tool_result` blocks of a turn's lines.
 fn tool_results(lines: &[Value]) -> Vec<Value> {
     lines
@@ -189,11 +200,10 @@ async fn ui7_an_edit_of_local_settings_mid_session_governs_the_next_tool_call() 
     assert!(env.proj.join("one.txt").exists());
 
     // An external edit adds a deny rule: the next call obeys it.
-    std::fs::write(
+    save(
         &local,
         r#"{"permissions": {"allow": ["Bash"], "deny": ["Bash(touch:*)"]}}"#,
-    )
-    .unwrap();
+    );
     s.reloaded(&local, 1).await;
     s.prompt("touch two").await;
     let turn = s.turn().await;
@@ -209,7 +219,7 @@ async fn ui7_an_edit_of_local_settings_mid_session_governs_the_next_tool_call() 
     // A broken edit (it would drop the deny rule if it were read): reported with file,
     // line and column, and the last good rules stay in force.
     let broken = "{\n  \"permissions\": {\n    \"allow\": [\"Bash\"],\n    \"deny\": [],\n  }\n}\n";
-    std::fs::write(&local, broken).unwrap();
+    save(&local, broken);
     let report = format!("{}: line 5, column 3", local.display());
     s.stderr_until("report of the broken file", 1, |l| l.contains(&report))
         .await;
@@ -257,11 +267,10 @@ async fn ui7_fx5_the_settings_file_s_model_and_env_change_mid_session() {
     );
     s.prompt("hello").await;
     s.turn().await;
-    std::fs::write(
+    save(
         &flag,
         r#"{"model": "claude-second", "env": {"STRATA_LIVE_SETTING": "live"}}"#,
-    )
-    .unwrap();
+    );
     s.reloaded(&flag, 1).await;
     s.prompt("again").await;
     let turn = s.turn().await;
