@@ -48,8 +48,12 @@ pub(crate) fn read(path: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
     read_bounded(path, MAX_CONFIG_FILE_BYTES)
 }
 
-/// [`read`] with another cap, for the other small files strata reads from a project at
-/// start (a repository could make any of them a FIFO or a link to a device).
+/// Reads `path` bounded (`None` when missing): only a regular file (after following
+/// links) of at most `limit` bytes; a FIFO, a device, a socket or a directory is refused
+/// at once ([`ConfigError::NotARegularFile`]), a larger file with
+/// [`ConfigError::TooLarge`]. Settings and config files are read with
+/// [`MAX_CONFIG_FILE_BYTES`]; other small files strata reads from a project at start use
+/// their own cap (a repository could make any of them a FIFO or a link to a device).
 ///
 /// ```
 /// let tmp = tempfile::tempdir().unwrap();
