@@ -3,7 +3,8 @@
 //! against the scripted mock model, with the settings files edited from outside while it
 //! runs. The next tool call obeys the new rules; a broken edit is reported once (file,
 //! line, column) and changes nothing; the model and `env` (FX-5) follow the `--settings`
-//! file.
+//! file. And settings that cannot be used fail closed (issue 16): a broken or unreadable
+//! file, a malformed `--disallowedTools` rule.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod headless_support;
@@ -377,4 +378,35 @@ async fn a_settings_flag_naming_a_fifo_is_a_usage_error_not_a_hang() {
         "{}",
         run.stderr
     );
+}
+
+/// Issue 16: a deny rule that does not parse would deny nothing; given on the command
+/// line, the session does not start.
+#[tokio::test]
+async fn a_malformed_disallowed_tools_rule_stops_the_session_before_anything_runs() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("t1", "Bash", json!({"command": "touch x.txt"})));
+    server.push(Reply::new().text("done"));
+    let run = env
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "go",
+                "--allowedTools",
+                "Bash",
+                "--disallowedTools",
+                "Bash(touch",
+            ],
+        )
+        .await;
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    assert!(
+        run.stderr.contains("Bash(touch") && run.stderr.contains("--disallowedTools"),
+        "{}",
+        run.stderr
+    );
+    assert!(server.requests().is_empty());
+    assert!(!env.proj.join("x.txt").exists());
 }

@@ -22,7 +22,7 @@ use super::hooks::SessionHooks;
 use super::live_settings::{self, LivePermissions};
 use super::record::Recorder;
 use super::{EngineOptions, EventSink, Inner, OpenError, ResumeTarget};
-use crate::permissions::PermissionContext;
+use crate::permissions::{PermissionContext, RuleSet};
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// Opens the session `options` describe.
@@ -113,7 +113,14 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         .clone()
         .or_else(|| conversation.as_ref().and_then(|c| c.model.clone()));
 
-    // Permissions and tools.
+    // Permissions and tools. A `--disallowedTools` rule that does not parse would deny
+    // nothing: the session does not start rather than run what the user meant to forbid.
+    let (_, deny_errors) = RuleSet::from_sources(None, &[], &options.permission.disallowed_tools);
+    if let Some(e) = deny_errors.first() {
+        return Err(OpenError::Other(format!(
+            "{e}; fix the --disallowedTools value (nothing was run)"
+        )));
+    }
     let (mut permissions, permission_warnings) =
         PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)
             .map_err(|e| OpenError::Other(e.to_string()))?;
