@@ -288,36 +288,68 @@ impl AppStore {
     /// [`apply_settings_change`]. A problem is reported once, when it first appears
     /// (file, line, column, what is wrong, and what stays in force): logged as a warning
     /// (stderr in headless mode) and shown as a notification. Nothing is written back to
-    /// the file. Each applied reload is logged at `info` ("settings reloaded"). Dropping
-    /// the returned watcher stops watching.
+    /// the file. Each reload after a reported change is logged at `info` ("settings
+    /// reloaded", with the file). The sources are also merged once right after the watch
+    /// starts, so an edit made between the caller's own load and the start is not
+    /// missed. Dropping the returned watcher stops watching.
     pub fn watch_settings_with(
         &self,
         files: SettingsFiles,
         debounce: Duration,
-        mut on_reload: impl FnMut(&MergedSettings) + Send + 'static,
+        on_reload: impl FnMut(&MergedSettings) + Send + 'static,
     ) -> Result<SettingsWatcher, ConfigError> {
-        let store = self.clone();
         let locations = files.locations().clone();
-        SettingsWatcher::start(&locations, debounce, move |change| {
-            let merged = files.load();
-            for warning in merged.new_warnings() {
-                tracing::warn!("{warning}");
-                let note = Notification {
-                    key: "settings-error".into(),
-                    text: Arc::from(warning),
-                    priority: NotificationPriority::High,
-                    timeout_ms: Some(15_000),
-                };
-                let _ = store.update(|s| s.ui.notifications = s.ui.notifications.push(note));
-            }
-            let _ = store.set(apply_settings_change(change.source, &merged));
-            on_reload(&merged);
+        let reload = Arc::new(Mutex::new(Reload {
+            store: self.clone(),
+            files,
+            on_reload: Box::new(on_reload),
+        }));
+        let on_change = Arc::clone(&reload);
+        let watcher = SettingsWatcher::start(&locations, debounce, move |change| {
+            let mut reload = on_change.lock().unwrap_or_else(PoisonError::into_inner);
+            reload.run(change.source);
             tracing::info!(
                 source = %change.source,
                 file = %change.path.display(),
                 "settings reloaded"
             );
-        })
+        })?;
+        // A file changed after the caller's load but before the watch began is not
+        // missed: merge once more now that the watch is running (unchanged files commit
+        // nothing).
+        reload
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .run(strata_config::SettingsSource::User);
+        Ok(watcher)
+    }
+}
+
+/// One settings reload: merge, report what is new, apply to the store, tell the hook.
+struct Reload {
+    store: AppStore,
+    files: SettingsFiles,
+    on_reload: Box<dyn FnMut(&MergedSettings) + Send>,
+}
+
+impl Reload {
+    /// `source` is the source that changed, for the log.
+    fn run(&mut self, source: strata_config::SettingsSource) {
+        let merged = self.files.load();
+        for warning in merged.new_warnings() {
+            tracing::warn!("{warning}");
+            let note = Notification {
+                key: "settings-error".into(),
+                text: Arc::from(warning),
+                priority: NotificationPriority::High,
+                timeout_ms: Some(15_000),
+            };
+            let _ = self
+                .store
+                .update(|s| s.ui.notifications = s.ui.notifications.push(note));
+        }
+        let _ = self.store.set(apply_settings_change(source, &merged));
+        (self.on_reload)(&merged);
     }
 }
 

@@ -349,10 +349,11 @@ fn ui7_a_broken_edit_keeps_the_last_good_rules_for_the_reload_hook() {
             std::thread::sleep(Duration::from_millis(20));
         }
     };
-    save(broken);
-    reloads(1);
+    reloads(1); // the merge right after the watch starts
     save(broken);
     reloads(2);
+    save(broken);
+    reloads(3);
     for deny in seen.lock().unwrap().iter() {
         assert_eq!(deny, &["Bash(rm:*)"], "the last good rules stay in force");
     }
