@@ -48,7 +48,22 @@ pub(crate) fn read(path: &Path) -> Result<Option<Vec<u8>>, ConfigError> {
     read_bounded(path, MAX_CONFIG_FILE_BYTES)
 }
 
-fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ConfigError> {
+/// Reads `path` bounded (`None` when missing): only a regular file (after following
+/// links) of at most `limit` bytes; a FIFO, a device, a socket or a directory is refused
+/// at once ([`ConfigError::NotARegularFile`]), a larger file with
+/// [`ConfigError::TooLarge`]. Settings and config files are read with
+/// [`MAX_CONFIG_FILE_BYTES`]; other small files strata reads from a project at start use
+/// their own cap (a repository could make any of them a FIFO or a link to a device).
+///
+/// ```
+/// let tmp = tempfile::tempdir().unwrap();
+/// let file = tmp.path().join("HEAD");
+/// assert_eq!(strata_config::read_bounded(&file, 1024).unwrap(), None);
+/// std::fs::write(&file, "ref: refs/heads/main\n").unwrap();
+/// assert!(strata_config::read_bounded(&file, 1024).unwrap().is_some());
+/// assert!(strata_config::read_bounded(&file, 4).is_err(), "over the cap");
+/// ```
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ConfigError> {
     use std::io::Read;
     // The type is checked before opening (opening a FIFO for reading blocks until a writer
     // comes) and again on the opened handle, which is opened non-blocking: a file swapped

@@ -66,9 +66,9 @@ pub enum ConfigError {
     /// A settings or config file is larger than [`crate::MAX_CONFIG_FILE_BYTES`]; it is
     /// not read.
     #[error(
-        "{}: not read: it is larger than {} MiB, which no settings or config file needs; check what the path points to",
+        "{}: not read: it is larger than {}, which no settings or config file needs; check what the path points to",
         file.display(),
-        limit / (1024 * 1024)
+        size(*limit)
     )]
     TooLarge {
         /// The path.
@@ -113,6 +113,16 @@ pub enum ConfigError {
     /// The file watcher could not be started or extended.
     #[error("cannot watch settings files: {0}")]
     Watch(#[from] notify::Error),
+}
+
+/// `4 MiB`, `64 KiB`, `100 bytes`.
+fn size(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    match bytes {
+        b if b >= KIB * KIB && b % (KIB * KIB) == 0 => format!("{} MiB", b / (KIB * KIB)),
+        b if b >= KIB && b % KIB == 0 => format!("{} KiB", b / KIB),
+        b => format!("{b} bytes"),
+    }
 }
 
 impl ConfigError {

@@ -34,7 +34,7 @@ mod settings_files;
 pub mod sources;
 pub mod watch;
 
-pub use atomic::MAX_CONFIG_FILE_BYTES;
+pub use atomic::{MAX_CONFIG_FILE_BYTES, read_bounded};
 pub use document::JsonObject;
 pub use error::{ConfigError, ParseError};
 pub use global_config::GlobalConfigFile;

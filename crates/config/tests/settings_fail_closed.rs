@@ -366,3 +366,61 @@ fn writes_still_create_the_config_dir_and_the_project_strata_dir() {
         .unwrap();
     assert!(root.join("cfg2/config.json").is_file());
 }
+
+/// Every truncation and every single deleted byte of a settings file (what an editor
+/// mid-save or a slip of the hand leaves): either the result is a valid file, whose rules
+/// are then the truth, or the last good deny rules stay in force; and with no last good
+/// version, the rules are unknown. Never fewer deny rules without a word.
+#[test]
+fn no_truncation_or_deleted_byte_of_a_settings_file_silently_drops_its_deny_rules() {
+    let good = "{\n  \"permissions\": {\n    \"allow\": [\"Bash\"],\n    \"deny\": [\"Bash(rm:*)\", \"Edit(.env)\"]\n  },\n  \"model\": \"opus\"\n}\n";
+    let mut variants: Vec<String> = (0..good.len()).map(|n| good[..n].to_owned()).collect();
+    variants.extend((0..good.len()).map(|i| {
+        let mut s = good.to_owned();
+        s.remove(i);
+        s
+    }));
+    let (mut kept, mut unknown, mut valid) = (0, 0, 0);
+    let f = Fixture::new();
+    for text in &variants {
+        // A new `SettingsFiles` has no memory: one remembers the good version, one not.
+        let warm = SettingsFiles::new(f.files.locations().clone());
+        f.write_project(good);
+        assert_eq!(deny(&warm.load()), ["Bash(rm:*)", "Edit(.env)"]);
+        f.write_project(text);
+        let m = warm.load();
+        let cold = SettingsFiles::new(f.files.locations().clone()).load();
+        let broken_rules = m
+            .errors
+            .iter()
+            .any(|e| !e.to_string().contains("this key is ignored"));
+        if !broken_rules {
+            valid += 1;
+            assert!(cold.unknown_permissions.is_empty(), "{text:?}");
+            continue;
+        }
+        kept += 1;
+        assert_eq!(
+            deny(&m),
+            ["Bash(rm:*)", "Edit(.env)"],
+            "{text:?}: {:?}",
+            m.errors
+        );
+        assert!(m.unknown_permissions.is_empty(), "{text:?}");
+        if cold.unknown_permissions.is_empty() {
+            // Without a last good version, only the `model` key can be at fault.
+            assert!(
+                cold.errors.iter().all(|e| e.to_string().contains("model")),
+                "{text:?}: {:?}",
+                cold.errors
+            );
+        } else {
+            unknown += 1;
+            assert!(deny(&cold).is_empty(), "{text:?}");
+        }
+    }
+    assert!(
+        kept > 100 && unknown > 100 && valid > 0,
+        "{kept} {unknown} {valid}"
+    );
+}

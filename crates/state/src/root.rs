@@ -33,13 +33,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use strata_config::{ConfigError, SettingsFiles, SettingsWatcher};
+use strata_config::{ConfigError, MergedSettings, SettingsFiles, SettingsWatcher};
 use strata_protocol::settings::Settings;
 use strata_store::{Store, Update};
 
 use crate::app_state::{AppState, Notification, NotificationPriority, Runtime};
 use crate::effects::{EffectsHub, SessionExternalMetadata, external_metadata_to_app_state};
-use crate::settings_sync::{apply_settings_change, disable_bypass_if_forbidden, error_is_about};
+use crate::settings_sync::{apply_settings_change, disable_bypass_if_forbidden};
 
 /// Creating a root store failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -268,41 +268,88 @@ impl AppStore {
         self.store.set(external_metadata_to_app_state(metadata))
     }
 
-    /// Watches the settings files and applies every change to this store (UI-7).
-    ///
-    /// On each reported change the sources are merged again and applied with
-    /// [`apply_settings_change`]. If the file that changed no longer parses (an editor
-    /// mid-save, a typo), the last good settings stay in force, the error (file, line,
-    /// column, problem) is logged and shown as a notification, and the file is left as
-    /// the user wrote it. Dropping the returned watcher stops watching.
+    /// Watches the settings files and applies every change to this store (UI-7); see
+    /// [`watch_settings_with`](Self::watch_settings_with).
     pub fn watch_settings(
         &self,
         files: SettingsFiles,
         debounce: Duration,
     ) -> Result<SettingsWatcher, ConfigError> {
-        let store = self.clone();
+        self.watch_settings_with(files, debounce, |_| {})
+    }
+
+    /// Watches the settings files and applies every change to this store (UI-7), then
+    /// hands the fresh merge to `on_reload` (for what reads settings beside the store,
+    /// such as the agent's permission rules).
+    ///
+    /// On each reported change the sources are merged again ([`SettingsFiles::load`],
+    /// which fails closed: a file that no longer parses — an editor mid-save, a typo —
+    /// contributes its last good values, so they stay in force) and applied with
+    /// [`apply_settings_change`]. A problem is reported once, when it first appears
+    /// (file, line, column, what is wrong, and what stays in force): logged as a warning
+    /// (stderr in headless mode) and shown as a notification. Nothing is written back to
+    /// the file. Each reload after a reported change is logged at `info` ("settings
+    /// reloaded", with the file). The sources are also merged once right after the watch
+    /// starts, so an edit made between the caller's own load and the start is not
+    /// missed. Dropping the returned watcher stops watching.
+    pub fn watch_settings_with(
+        &self,
+        files: SettingsFiles,
+        debounce: Duration,
+        on_reload: impl FnMut(&MergedSettings) + Send + 'static,
+    ) -> Result<SettingsWatcher, ConfigError> {
         let locations = files.locations().clone();
-        SettingsWatcher::start(&locations, debounce, move |change| {
-            let merged = files.load();
-            if let Some(error) = merged
-                .errors
-                .iter()
-                .find(|e| error_is_about(e, &change.path))
-            {
-                tracing::warn!(%error, "settings file changed but cannot be used; keeping the previous settings");
-                let note = Notification {
-                    key: "settings-error".into(),
-                    text: Arc::from(format!(
-                        "{error} (keeping the previous settings until the file is fixed)"
-                    )),
-                    priority: NotificationPriority::High,
-                    timeout_ms: Some(15_000),
-                };
-                let _ = store.update(|s| s.ui.notifications = s.ui.notifications.push(note));
-                return;
-            }
-            let _ = store.set(apply_settings_change(change.source, &merged));
-        })
+        let reload = Arc::new(Mutex::new(Reload {
+            store: self.clone(),
+            files,
+            on_reload: Box::new(on_reload),
+        }));
+        let on_change = Arc::clone(&reload);
+        let watcher = SettingsWatcher::start(&locations, debounce, move |change| {
+            let mut reload = on_change.lock().unwrap_or_else(PoisonError::into_inner);
+            reload.run(change.source);
+            tracing::info!(
+                source = %change.source,
+                file = %change.path.display(),
+                "settings reloaded"
+            );
+        })?;
+        // A file changed after the caller's load but before the watch began is not
+        // missed: merge once more now that the watch is running (unchanged files commit
+        // nothing).
+        reload
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .run(strata_config::SettingsSource::User);
+        Ok(watcher)
+    }
+}
+
+/// One settings reload: merge, report what is new, apply to the store, tell the hook.
+struct Reload {
+    store: AppStore,
+    files: SettingsFiles,
+    on_reload: Box<dyn FnMut(&MergedSettings) + Send>,
+}
+
+impl Reload {
+    /// `source` is the source that changed, for the log.
+    fn run(&mut self, source: strata_config::SettingsSource) {
+        let merged = self.files.load();
+        for warning in merged.new_warnings() {
+            tracing::warn!("{warning}");
+            let note = Notification {
+                key: "settings-error".into(),
+                text: Arc::from(warning),
+                priority: NotificationPriority::High,
+                timeout_ms: Some(15_000),
+            };
+            let _ = self
+                .store
+                .update(|s| s.ui.notifications = s.ui.notifications.push(note));
+        }
+        let _ = self.store.set(apply_settings_change(source, &merged));
+        (self.on_reload)(&merged);
     }
 }
 

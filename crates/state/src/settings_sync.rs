@@ -6,10 +6,9 @@
 //! editor saving the same bytes, strata's own FX-2 write coming back through the watcher)
 //! commits nothing and redraws nothing (ST-3).
 
-use std::path::Path;
 use std::sync::Arc;
 
-use strata_config::{ConfigError, MergedSettings, SettingsSource};
+use strata_config::{MergedSettings, SettingsSource};
 use strata_protocol::settings::Settings;
 
 use crate::app_state::{AppState, SettingsPermissions};
@@ -108,15 +107,5 @@ pub fn disable_bypass_if_forbidden(
         let mut next = AppState::clone(prev);
         next.tool_permission_context = prev.tool_permission_context.with_bypass_disabled();
         Arc::new(next)
-    }
-}
-
-/// Whether `error` (from a settings load) is about the file at `path`.
-pub(crate) fn error_is_about(error: &ConfigError, path: &Path) -> bool {
-    match error {
-        ConfigError::Parse(e) => Path::new(&e.file) == path,
-        ConfigError::Rejected { file, .. } => file == path,
-        ConfigError::Io { path: p, .. } => p == path,
-        _ => false,
     }
 }

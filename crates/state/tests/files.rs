@@ -306,3 +306,76 @@ fn ui7_strata_s_own_model_write_comes_back_through_the_watcher_without_a_loop() 
     assert_eq!(s.root.version(), version);
     assert_eq!(s.root.get().tool_permission_context.mode, Mode::AcceptEdits);
 }
+
+/// Issue 10 item 2 and issue 16: a file that stops parsing keeps its last good values
+/// however often it is saved broken; the reload hook (what the agent's decisions read)
+/// sees the last good rules, the user is told which file and where, and nothing is
+/// written back. (That the report is given once is pinned through the binary, in the cli
+/// test `headless_live_settings`.)
+#[test]
+fn ui7_a_broken_edit_keeps_the_last_good_rules_for_the_reload_hook() {
+    let s = session(|_, l| {
+        fs::create_dir_all(l.local.parent().unwrap()).unwrap();
+        fs::write(&l.local, r#"{"permissions":{"deny":["Bash(rm:*)"]}}"#).unwrap();
+    });
+    let seen: Arc<std::sync::Mutex<Vec<Vec<String>>>> = Arc::default();
+    let hook = Arc::clone(&seen);
+    let _watcher = s
+        .root
+        .watch_settings_with(s.files.clone(), Duration::from_millis(50), move |m| {
+            let deny = m
+                .settings
+                .permissions
+                .as_ref()
+                .and_then(|p| p.deny.clone())
+                .unwrap_or_default();
+            hook.lock().unwrap().push(deny);
+        })
+        .unwrap();
+    let local = s.files.locations().local.clone();
+    let broken = r#"{"permissions":{"deny":[],}}"#;
+    let save = |text: &str| {
+        let tmp = local.with_file_name(".tmp-save");
+        fs::write(&tmp, text).unwrap();
+        fs::rename(&tmp, &local).unwrap();
+    };
+    let reloads = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while seen.lock().unwrap().len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for reload {n}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    reloads(1); // the merge right after the watch starts
+    save(broken);
+    reloads(2);
+    save(broken);
+    reloads(3);
+    for deny in seen.lock().unwrap().iter() {
+        assert_eq!(deny, &["Bash(rm:*)"], "the last good rules stay in force");
+    }
+    let st = s.root.get();
+    let deny = &st.tool_permission_context.always_deny_rules;
+    assert_eq!(deny.len(), 1, "the store keeps them too");
+    let note = st
+        .ui
+        .notifications
+        .current
+        .as_ref()
+        .filter(|n| n.key == "settings-error")
+        .map(|n| n.text.to_string())
+        .expect("the problem is shown");
+    assert!(
+        note.contains(&format!("{}: line 1, column", local.display()))
+            && note.contains("last good"),
+        "{note}"
+    );
+    assert_eq!(
+        fs::read_to_string(&local).unwrap(),
+        broken,
+        "nothing is written back"
+    );
+}

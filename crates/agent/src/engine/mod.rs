@@ -10,6 +10,7 @@
 //! without one, a call that would need a prompt is denied and reported.
 
 pub(crate) mod cost;
+mod live_settings;
 mod open;
 mod permission_updates;
 pub(crate) mod record;
@@ -34,7 +35,7 @@ use strata_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use self::record::Recorder;
-use crate::permissions::{PermissionContext, PermissionLaunch, check_mode_change};
+use crate::permissions::{PermissionLaunch, check_mode_change};
 use crate::provider::Provider;
 use crate::tools::{ToolContext, ToolRegistry};
 
@@ -144,14 +145,15 @@ pub(crate) struct Inner {
     pub(crate) store: Store<AppState>,
     pub(crate) bootstrap: &'static Bootstrap,
     pub(crate) provider: Arc<dyn Provider>,
-    /// The model when the app state names none (settings, then the provider's default).
+    /// The provider's default model, when neither the app state nor the settings name one.
     pub(crate) default_model: Option<String>,
     pub(crate) tools: ToolRegistry,
     /// The tools' context; each turn clones it with the turn's cancellation.
     pub(crate) tool_context: ToolContext,
-    /// Rules, directories and bypass availability from the launch; the mode is read from
-    /// the app state at each check (the store is the authority).
-    pub(crate) permissions: PermissionContext,
+    /// Rules, directories and bypass availability from the settings (live: replaced when
+    /// a settings file changes) and the launch; the mode is read from the app state at
+    /// each check (the store is the authority).
+    pub(crate) permissions: Arc<live_settings::LivePermissions>,
     pub(crate) recorder: Arc<Recorder>,
     pub(crate) file_history: Arc<Mutex<FileHistory>>,
     /// The uuid of the prompt being answered (file-history snapshots are per prompt).
@@ -172,6 +174,8 @@ pub(crate) struct Inner {
     pub(crate) session_permissions: Mutex<permission_updates::SessionPermissions>,
     /// The settings files, for permission updates kept beyond the session.
     pub(crate) settings: strata_config::SettingsFiles,
+    /// Held for its lifetime: the settings watcher (UI-7); `None` when it could not start.
+    pub(crate) _settings_watcher: Option<strata_config::SettingsWatcher>,
 }
 
 impl Engine {
@@ -332,7 +336,7 @@ impl Inner {
             .parse()
             .map_err(|e: strata_protocol::permission::ParsePermissionModeError| e.to_string())?;
         let allowed =
-            check_mode_change(requested, self.permissions.bypass).map_err(|e| e.to_string())?;
+            check_mode_change(requested, self.permissions.bypass()).map_err(|e| e.to_string())?;
         let _ = self.store.update(|s| {
             if s.tool_permission_context.mode != allowed {
                 s.tool_permission_context.mode = allowed;
@@ -342,13 +346,14 @@ impl Inner {
     }
 
     /// The model of the next request: the app state's (BS-7: the authority), else the
-    /// default.
+    /// settings' as they are now (live, UI-7), else the provider's default.
     pub(crate) fn model(&self) -> String {
         let state = self.store.get();
         state
             .main_loop_model
             .as_ref()
             .map(|m| m.to_string())
+            .or_else(|| state.settings.model.clone())
             .or_else(|| self.default_model.clone())
             .unwrap_or_default()
     }

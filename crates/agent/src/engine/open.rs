@@ -18,10 +18,11 @@ use strata_state::effects::{EffectError, SdkStatusPort};
 use strata_state::{EffectsHub, Ports, RuntimeFacts, SessionScope, default_app_state};
 
 use super::cost;
+use super::live_settings::{self, LivePermissions};
 use super::record::Recorder;
 use super::tool_services::SessionHooks;
 use super::{EngineOptions, EventSink, Inner, OpenError, ResumeTarget};
-use crate::permissions::PermissionContext;
+use crate::permissions::{PermissionContext, RuleSet};
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// Opens the session `options` describe.
@@ -38,7 +39,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     }
     let files = SettingsFiles::new(locations);
     let merged = files.load();
-    warnings.extend(merged.errors.iter().map(ToString::to_string));
+    warnings.extend(merged.warnings().map(str::to_owned));
     let global = GlobalConfigFile::new(&config_dir);
     let global_config = global.read().unwrap_or_else(|e| {
         warnings.push(e.to_string());
@@ -118,16 +119,25 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         .clone()
         .or_else(|| conversation.as_ref().and_then(|c| c.model.clone()));
 
-    // Permissions and tools.
+    // Permissions and tools. A `--disallowedTools` rule that does not parse would deny
+    // nothing: the session does not start rather than run what the user meant to forbid.
+    let (_, deny_errors) = RuleSet::from_sources(None, &[], &options.permission.disallowed_tools);
+    if let Some(e) = deny_errors.first() {
+        return Err(OpenError::Other(format!(
+            "{e}; fix the --disallowedTools value (nothing was run)"
+        )));
+    }
     let (mut permissions, permission_warnings) =
         PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)
             .map_err(|e| OpenError::Other(e.to_string()))?;
+    // Files whose rules cannot be read make every call ask (fail closed, issue 16).
+    Arc::make_mut(&mut permissions.rules).unknown = merged.unknown_permissions.clone();
     // The config directory this session runs with is protected too (it may differ from
     // the environment's, e.g. in tests and embedders).
     permissions
         .protected_dirs
         .push(std::path::absolute(&config_dir).unwrap_or_else(|_| config_dir.clone()));
-    warnings.extend(permission_warnings);
+    warnings.extend(permission_warnings.iter().cloned());
     let tools =
         ToolRegistry::default().filtered(|t| !permissions.rules.denies_tool_entirely(t.name()));
 
@@ -205,7 +215,8 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());
-    tool_context.working_dirs = Arc::new(Mutex::new(permissions.additional_directories.clone()));
+    let working_dirs = Arc::new(Mutex::new(permissions.additional_directories.clone()));
+    tool_context.working_dirs = Arc::clone(&working_dirs);
     tool_context.env = env;
     // Credential variables (built-in and from settings) stay out of tool processes and
     // out of tool results: crate::secrets.
@@ -220,11 +231,23 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     warnings.extend(secret_warnings);
     tool_context.secrets = secrets;
 
-    let default_model = merged
-        .settings
-        .model
-        .clone()
-        .or_else(|| options.provider.default_model().map(str::to_owned));
+    // Live settings (UI-7): edits of the settings files reach the store and the rules the
+    // decisions read, for the whole session.
+    let permissions = Arc::new(LivePermissions::new(
+        permissions,
+        options.permission.clone(),
+        working_dirs,
+        permission_warnings,
+    ));
+    let settings_watcher = live_settings::watch(
+        &root,
+        files.clone(),
+        Arc::clone(&permissions),
+        &mut warnings,
+    );
+
+    // The settings' model is read from the store at each request (it may change).
+    let default_model = options.provider.default_model().map(str::to_owned);
     Ok(Inner {
         session_id: session,
         _root: root,
@@ -249,6 +272,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         current_turn: Mutex::new(None),
         session_permissions: Mutex::new(Default::default()),
         settings: files,
+        _settings_watcher: settings_watcher,
     })
 }
 
@@ -292,15 +316,23 @@ fn in_config_dir(config_dir: &Path, path: &Path) -> bool {
 }
 
 /// The git branch of `dir`'s repository, read from `.git/HEAD` (no process spawned:
-/// this runs at start-up). Empty outside a repository or on a detached head.
+/// this runs at start-up). Empty outside a repository or on a detached head. Reads are
+/// bounded (a repository may make `.git` or `HEAD` a FIFO or a link to a device).
 fn git_branch(dir: &Path) -> String {
+    /// Far more than a `HEAD` or a `.git` file holds.
+    const LIMIT: u64 = 64 * 1024;
+    let read_small = |path: &Path| {
+        strata_config::read_bounded(path, LIMIT)
+            .ok()
+            .flatten()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+    };
     let Some(git) = dir.ancestors().map(|d| d.join(".git")).find(|g| g.exists()) else {
         return String::new();
     };
     let head_file = if git.is_file() {
         // A worktree or submodule: `.git` names the real git dir.
-        std::fs::read_to_string(&git)
-            .ok()
+        read_small(&git)
             .and_then(|t| t.strip_prefix("gitdir:").map(|p| PathBuf::from(p.trim())))
             .map(|gitdir| {
                 if gitdir.is_absolute() {
@@ -314,7 +346,7 @@ fn git_branch(dir: &Path) -> String {
         Some(git.join("HEAD"))
     };
     head_file
-        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|f| read_small(&f))
         .and_then(|head| {
             head.trim()
                 .strip_prefix("ref: refs/heads/")

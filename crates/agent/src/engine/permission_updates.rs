@@ -80,10 +80,10 @@ fn behavior_key(behavior: RuleBehaviorName) -> &'static str {
 }
 
 impl Inner {
-    /// The permission context of the next check: the launch's, with the session's rules
-    /// and directories added.
+    /// The permission context of the next check: the live settings' and the launch's,
+    /// with the session's rules and directories added.
     pub(crate) fn effective_permissions(&self) -> PermissionContext {
-        let mut permissions = self.permissions.clone();
+        let mut permissions = self.permissions.current();
         let session = crate::sync::lock(&self.session_permissions);
         if session.is_empty() {
             return permissions;

@@ -140,6 +140,10 @@ impl PermissionContext {
                 ),
             });
         }
+        // A settings file whose rules cannot be read might deny this call (fail closed).
+        if let Some(outcome) = self.unknown_rules_decision(&call.describe) {
+            return outcome;
+        }
         if let Some(rule) = self.first_match(RuleBehavior::Ask, call) {
             return Err(format!(
                 "{} requires approval by the rule `{rule}` ({} ask)",

@@ -9,20 +9,22 @@
 //!    names a Bash command when a command's program cannot be known before it runs
 //!    (`$X x`, `eval "$S"`, `echo … | sh`: it may be the denied one);
 //! 2. in **plan** mode, a call that is not read-only is refused;
-//! 3. a matching **ask** rule asks (also in bypass mode), and so does any ask rule
+//! 3. while a settings file's rules cannot be read ([`RuleSet::unknown`]), every call
+//!    asks (also in bypass mode; denied where no one can be asked);
+//! 4. a matching **ask** rule asks (also in bypass mode), and so does any ask rule
 //!    that names a Bash command for a command whose program is unknown;
-//! 4. **bypassPermissions** (when available) allows;
-//! 5. a write to a **protected path** (the agents' settings, `.git/`, shell start-up
+//! 5. **bypassPermissions** (when available) allows;
+//! 6. a write to a **protected path** (the agents' settings, `.git/`, shell start-up
 //!    files, `.mcp.json`, …: `matching::is_protected`) asks, whatever allow rule or
 //!    mode (accept-edits included) would allow it;
-//! 6. a matching **allow** rule allows (a compound Bash command only if every part,
+//! 7. a matching **allow** rule allows (a compound Bash command only if every part,
 //!    and every command a part runs, is allowed; a pattern never allows a command
 //!    whose program is unknown);
-//! 7. a read-only call inside the project or an additional directory is allowed (in
+//! 8. a read-only call inside the project or an additional directory is allowed (in
 //!    every mode);
-//! 8. in **acceptEdits**, a file edit inside the project or an additional directory is
+//! 9. in **acceptEdits**, a file edit inside the project or an additional directory is
 //!    allowed;
-//! 9. everything else asks.
+//! 10. everything else asks.
 //!
 //! An "ask" becomes a deny in **dontAsk** mode and when prompts must be avoided
 //! (`should_avoid_prompts`: an asynchronous sub-agent, SA-4, or headless mode without a

@@ -2,12 +2,24 @@
 //!
 //! Rules come from the merged settings (`permissions.allow/deny/ask`) and from the
 //! command line (`--allowedTools` adds allow rules, `--disallowedTools` deny rules).
-//! A rule that does not parse is reported (with where it came from) and skipped; the
-//! other rules still apply, so one typo does not silently disable every rule.
+//! An allow rule that does not parse is reported (with where it came from) and skipped:
+//! leaving it out only narrows what is allowed. A deny or ask entry of a settings file
+//! that does not parse makes that file's rules unusable instead (the settings loader
+//! keeps its last good rules, or reports them unknown: [`RuleSet::unknown`]); one given
+//! with `--disallowedTools` is reported and skipped.
+//!
+//! [`PermissionContext::reload_settings`] rebuilds the settings part of a context when a
+//! settings file changes during the session (UI-7).
 
 use std::fmt;
 
+use std::sync::Arc;
+
+use strata_config::{MergedSettings, UnknownPermissions};
+use strata_protocol::permission::PermissionMode;
 use strata_protocol::settings::PermissionsSettings;
+
+use super::{PermissionContext, PermissionDecision, PermissionLaunch};
 
 /// Where a rule came from (named in decisions and errors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -100,37 +112,12 @@ impl PermissionRule {
     /// assert!(PermissionRule::parse("Bash(npm", RuleSource::Settings).is_err());
     /// ```
     pub fn parse(text: &str, source: RuleSource) -> Result<Self, String> {
-        let text = text.trim();
-        let (tool, pattern) = match text.find('(') {
-            None => (text, None),
-            Some(open) => {
-                let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                    return Err(
-                        "missing closing parenthesis; write Tool or Tool(pattern), e.g. \
-                         Bash(npm test:*)"
-                            .to_owned(),
-                    );
-                };
-                (&text[..open], Some(inner.trim()))
-            }
-        };
-        if tool.is_empty() {
-            return Err("no tool name; write Tool or Tool(pattern), e.g. Edit(src/**)".to_owned());
-        }
-        if let Some(bad) = tool
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-')))
-        {
-            return Err(format!(
-                "tool name {tool:?} contains {bad:?}; tool names are letters, digits, `_` and `-`"
-            ));
-        }
-        let pattern = pattern
-            .filter(|p| !p.is_empty() && *p != "*")
-            .map(str::to_owned);
+        // One grammar for the agent and for the settings loader, which refuses a deny or
+        // ask entry this would refuse (strata_config::rule_text).
+        let (tool, pattern) = strata_config::rule_text::parse_rule(text)?;
         Ok(Self {
             tool: tool.to_owned(),
-            pattern,
+            pattern: pattern.map(str::to_owned),
             source,
         })
     }
@@ -157,6 +144,12 @@ pub struct RuleSet {
     pub deny: Vec<PermissionRule>,
     /// Rules that always ask.
     pub ask: Vec<PermissionRule>,
+    /// Settings files whose rules cannot be known (they do not parse, or their
+    /// `permissions` do not, and no good version was read before; see
+    /// `strata_config::SettingsFiles::load`). While there is one, its deny rules might
+    /// name any call: every call that no known deny rule or plan mode refuses asks (in
+    /// every mode, bypass included), and is denied where no one can be asked.
+    pub unknown: Vec<UnknownPermissions>,
 }
 
 impl RuleSet {
@@ -233,6 +226,62 @@ impl RuleSet {
         self.deny
             .iter()
             .any(|r| r.pattern.is_none() && r.names_tool(tool))
+    }
+}
+
+impl PermissionContext {
+    /// Rebuilds what comes from the settings after they changed (UI-7): the rules (with
+    /// the launch's `--allowedTools` / `--disallowedTools` added, as at start), the files
+    /// whose rules are unknown, and the additional directories (settings', then
+    /// `--add-dir`). Bypass availability only ever narrows: settings that disable it take
+    /// it away; settings that stop disabling it do not give it back to a running session.
+    /// The mode is not touched (the app state is its authority). Returns the rules that
+    /// did not parse.
+    pub fn reload_settings(
+        &mut self,
+        merged: &MergedSettings,
+        launch: &PermissionLaunch,
+    ) -> Vec<RuleError> {
+        let permissions = merged.settings.permissions.as_ref();
+        let (mut rules, errors) =
+            RuleSet::from_sources(permissions, &launch.allowed_tools, &launch.disallowed_tools);
+        rules.unknown = merged.unknown_permissions.clone();
+        self.rules = Arc::new(rules);
+        let dirs: Vec<String> = permissions
+            .and_then(|p| p.additional_directories.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .chain(launch.add_dirs.iter().cloned())
+            .collect();
+        self.additional_directories = dirs.iter().map(|d| self.absolute_dir(d)).collect();
+        if merged.settings.bypass_permissions_disabled() {
+            self.bypass = self.bypass.with_settings(&merged.settings);
+        }
+        errors
+    }
+
+    /// The decision while a settings file's rules are unknown (`None` when every file's
+    /// rules are known): deny where no one can be asked (dontAsk, headless without a
+    /// prompt channel), else ask. The reason names the file, line and column.
+    pub(super) fn unknown_rules_decision(
+        &self,
+        describe: &str,
+    ) -> Option<Result<PermissionDecision, String>> {
+        let unknown = self.rules.unknown.first()?;
+        let reason = format!(
+            "{describe} requires approval: the permission rules of the settings file {} \
+             cannot be read ({unknown}), so strata cannot know whether they deny it; fix the \
+             file, then strata reads it again",
+            unknown.file
+        );
+        if self.should_avoid_prompts || self.mode == PermissionMode::DontAsk {
+            return Some(Ok(PermissionDecision::Deny {
+                reason: format!(
+                    "{reason}. No permission prompt can be shown here, so it was denied."
+                ),
+            }));
+        }
+        Some(Err(reason))
     }
 }
 

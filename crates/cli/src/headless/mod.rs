@@ -215,7 +215,9 @@ fn check_settings_flag(flag: &str, config_dir: &Path, cwd: &Path) -> Result<(), 
     let merged = SettingsFiles::new(locations).load();
     let problem = merged.errors.iter().find(|e| match e {
         ConfigError::Parse(p) => p.file == label,
-        ConfigError::Io { path, .. } => Some(path) == flag_file.as_ref(),
+        ConfigError::Io { path, .. }
+        | ConfigError::NotARegularFile { file: path, .. }
+        | ConfigError::TooLarge { file: path, .. } => Some(path) == flag_file.as_ref(),
         _ => false,
     });
     match problem {
