@@ -87,3 +87,20 @@ async fn a_long_output_is_stored_redacted() {
     assert!(!stored[0].1.contains(KEY) && !stored[0].1.contains(TOKEN));
     assert!(stored[0].1.contains("key [redacted ANTHROPIC_API_KEY]"));
 }
+
+/// A secret straddling the inline cut would survive as a recognisable half if output
+/// were redacted after cutting.
+#[tokio::test]
+async fn a_secret_across_the_inline_cut_leaves_no_half_behind() {
+    let p = project();
+    p.write(
+        "straddle.txt",
+        &format!("{}{KEY}{}", "x".repeat(29_990), "y".repeat(100)),
+    );
+    let out = run(&p, "Bash", json!({"command": "cat straddle.txt"})).await;
+    assert!(out.content.contains("Output truncated"));
+    let half = &KEY[..10];
+    assert!(!out.content.contains(half), "inline text keeps {half}");
+    let detail = out.detail.unwrap().to_string();
+    assert!(!detail.contains(half), "the detail keeps {half}");
+}

@@ -202,8 +202,10 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
         }
     }
 
-    let stdout = text_of(&outcome.stdout, "stdout");
-    let stderr = text_of(&outcome.stderr, "stderr");
+    // Redacted before anything cuts them (the inline cap, the detail's clip).
+    let redact = |s: String| ctx.hooks.redact(&s).into_owned();
+    let stdout = redact(text_of(&outcome.stdout, "stdout"));
+    let stderr = redact(text_of(&outcome.stderr, "stderr"));
     let mut body: Vec<&str> = Vec::new();
     if !stdout.is_empty() {
         body.push(&stdout);
