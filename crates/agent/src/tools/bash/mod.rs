@@ -262,11 +262,15 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
             None,
         ),
         Ended::Lost => (
-            Some(
+            Some(format!(
                 "The command's supervisor process was killed before the command ended; \
-                 processes the command started may still be running."
-                    .to_owned(),
-            ),
+                 processes the command started may still be running{}.",
+                if crate::procs::adopting() {
+                    " (strata stops them when it exits)"
+                } else {
+                    ""
+                }
+            )),
             true,
             false,
             None,
