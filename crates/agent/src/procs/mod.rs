@@ -162,8 +162,9 @@ struct Tracker {
 }
 
 /// Stops every tracked command and everything it started, and waits up to `wait` until
-/// all of them are gone. Once called, no new command starts. Returns how many
-/// supervisors had not confirmed by then (0: nothing strata started is left).
+/// all of them are gone (with [`adopt_orphans`], every other descendant of this process
+/// is killed too). Once called, no new command starts. Returns how many supervisors (or
+/// adopted processes) had not ended by then: 0 means nothing strata started is left.
 ///
 /// Blocking (it polls `/proc`); safe to call from any thread, also more than once.
 pub fn shutdown_all(wait: Duration) -> usize {
