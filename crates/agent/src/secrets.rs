@@ -14,6 +14,11 @@
 //!   catches the key read back from a file (`cat .env`, the Read tool), which the
 //!   environment alone cannot.
 //!
+//! Tools redact their output before cutting it ([`crate::tools::ToolHooks::redact`]), so
+//! a secret at the inline cut leaves no recognisable half. `credentialEnvVars` is read
+//! when the session opens; values are looked up at every call, so a key that changes
+//! in the settings `env` is redacted at once.
+//!
 //! What is deliberately *not* in the built-in list: credentials of the user's own tools
 //! (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`, …). Commands the user asks for (`gh pr
 //! create`, `aws s3 ls`) need them; a user who wants them hidden adds them to

@@ -24,6 +24,9 @@ fn main() -> std::process::ExitCode {
     }
     // Itself, even if the file on disk was replaced since it started.
     strata_agent::procs::set_supervisor_program("/proc/self/exe");
+    // The processes of a supervisor a command killed come to strata, which stops them on
+    // exit. Failing here (a kernel without subreapers) only loses that second line.
+    let _ = strata_agent::procs::adopt_orphans();
     let cli = args::Cli::parse();
     init_logging();
     // Every way out of `run` — an answer, an error, a panic (on this thread, or in the

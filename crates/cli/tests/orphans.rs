@@ -165,6 +165,73 @@ async fn sigkill_of_strata_leaves_no_process_after_2_s() {
     signal_case(4, Signal::SIGKILL, None, Duration::from_secs(2)).await;
 }
 
+/// A command that kills its own supervisor (`kill -9 $PPID`) leaves its processes
+/// orphaned; strata adopted them (it is a subreaper too) and stops them on exit.
+#[tokio::test]
+async fn processes_of_a_killed_supervisor_are_stopped_when_strata_exits() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    let m = Markers::new(8);
+    let escape = format!(
+        "setsid sleep {} >/dev/null 2>&1 & kill -9 $PPID; sleep {}",
+        m.nth(1),
+        m.nth(2)
+    );
+    server.push(Reply::new().tool_use("toolu_k", "Bash", json!({"command": escape})));
+    server.push(Reply::new().text("done"));
+    let mut cmd = env.command(Some(&server), &["-p", "go", "--allowedTools", "Bash"]);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    m.wait_running(2).await;
+    // The call returned (its supervisor is gone) while both sleeps still run.
+    let start = Instant::now();
+    while server.requests().len() < 2 {
+        assert!(start.elapsed() < LIMIT, "the call never returned");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let output = tokio::time::timeout(LIMIT, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let left = m.left(2);
+    m.cleanup(2);
+    assert!(left.is_empty(), "processes outlived strata: {left:?}");
+    assert_eq!(output.status.code(), Some(0));
+    let result = tool_results(&server.requests()[1].json());
+    assert!(
+        result[0].1.contains("supervisor process was killed")
+            && result[0].1.contains("strata stops them when it exits"),
+        "{result:?}"
+    );
+}
+
+/// The same through a stream-json session (the turn runs as a task of its own and stdin
+/// stays open): SIGTERM still leaves nothing behind.
+#[tokio::test]
+async fn sigterm_of_a_stream_json_session_leaves_no_process() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    let m = Markers::new(7);
+    server.push(Reply::new().tool_use("toolu_bg", "Bash", json!({"command": background(&m)})));
+    server.push(Reply::new().tool_use(
+        "toolu_fg",
+        "Bash",
+        json!({"command": format!("setsid sleep {}", m.nth(3))}),
+    ));
+    let mut driver = headless_support::Driver::start(&env, &server, &["--allowedTools", "Bash"]);
+    driver.prompt("go").await;
+    m.wait_running(3).await;
+    let pid = Pid::from_raw(i32::try_from(driver.child.id().unwrap()).unwrap());
+    kill(pid, Signal::SIGTERM).unwrap();
+    let finished = driver.finish().await;
+    let left = m.left(3);
+    m.cleanup(3);
+    assert!(left.is_empty(), "processes outlived strata: {left:?}");
+    assert_eq!(finished.code, Some(143), "{}", finished.stderr);
+}
+
 /// A normal exit: the background processes of the first call were still running when
 /// the session ended; the foreground `setsid sleep` timed out and was reported killed
 /// only because it really was; an unredirected `nohup … &` holding the output was

@@ -140,9 +140,9 @@ fn null_known_values_read_as_absent() {
 }
 
 /// Issue 16 (secrets): `credentialEnvVars` names extra credential variables; it reads as
-/// a list of strings, survives a round trip in place, and a wrong shape fails at the key.
+/// a list of strings, survives a round trip in place, and a wrong shape fails at its value.
 #[test]
-fn credential_env_vars_round_trip_in_place_and_wrong_shapes_fail_at_the_key() {
+fn credential_env_vars_round_trip_in_place_and_wrong_shapes_fail_at_the_value() {
     let text = r#"{"a":1,"credentialEnvVars":["GITHUB_TOKEN","MY_SECRET"],"model":"x"}"#;
     let s: Settings = serde_json::from_str(text).unwrap();
     assert_eq!(
@@ -157,13 +157,15 @@ fn credential_env_vars_round_trip_in_place_and_wrong_shapes_fail_at_the_key() {
     assert!(strata_protocol::settings::expects_string_array(&[
         "credentialEnvVars"
     ]));
-    for bad in [
-        r#"{"credentialEnvVars":"GITHUB_TOKEN"}"#,
-        r#"{"credentialEnvVars":[1]}"#,
+    for (bad, want) in [
+        (
+            "{\n\"credentialEnvVars\": \"GITHUB_TOKEN\"}",
+            "expected a sequence",
+        ),
+        ("{\n\"credentialEnvVars\": [1]}", "expected a string"),
     ] {
-        let err = serde_json::from_str::<Settings>(bad)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("credentialEnvVars"), "{bad}: {err}");
+        let err = serde_json::from_str::<Settings>(bad).unwrap_err();
+        assert!(err.to_string().contains(want), "{bad}: {err}");
+        assert_eq!(err.line(), 2, "{bad}: {err}");
     }
 }

@@ -35,11 +35,16 @@
 //! gone. A command's background processes may run on after the command (a dev server
 //! started with `nohup … &`); they are stopped when strata exits.
 //!
-//! Limits, documented rather than hidden: a command running as the same user can kill
-//! its supervisor with SIGKILL (then its processes reparent to init), or ask another
-//! service to start a process for it (`systemd-run --user`, `at`, `ssh localhost`); only
-//! a PID namespace or cgroup owned by strata could stop that, and both need privileges
-//! this design does without.
+//! A command running as the same user can kill its supervisor with SIGKILL. The binary
+//! therefore makes strata a subreaper too ([`adopt_orphans`]): the processes of a killed
+//! supervisor are reparented to strata, and [`shutdown_all`] kills every remaining
+//! descendant of strata as well (only a SIGKILL of strata *after* such a supervisor kill
+//! lets them escape).
+//!
+//! Limits, documented rather than hidden: a command can ask another service to start a
+//! process for it (`systemd-run --user`, `at`, `ssh localhost`); only a PID namespace or
+//! cgroup owned by strata could stop that, and both need privileges this design does
+//! without.
 
 mod supervisor;
 mod tree;
@@ -52,6 +57,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -72,6 +78,23 @@ pub const SUPERVISOR_BINARY: &str = "strata-supervise";
 pub const STOP_WAIT: Duration = Duration::from_secs(3);
 
 static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+static ADOPTING: AtomicBool = AtomicBool::new(false);
+
+/// Makes this process a child subreaper, so processes of a supervisor that was killed are
+/// reparented here, and makes [`shutdown_all`] kill every descendant of this process.
+/// For a program whose only children are tool commands (the strata binary); a library
+/// user with children of its own must not call it.
+pub fn adopt_orphans() -> io::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)?;
+    ADOPTING.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Whether [`adopt_orphans`] is in force.
+pub fn adopting() -> bool {
+    ADOPTING.load(Ordering::SeqCst)
+}
 
 static TRACKER: Mutex<Tracker> = Mutex::new(Tracker {
     entries: None,
@@ -139,8 +162,9 @@ struct Tracker {
 }
 
 /// Stops every tracked command and everything it started, and waits up to `wait` until
-/// all of them are gone. Once called, no new command starts. Returns how many
-/// supervisors had not confirmed by then (0: nothing strata started is left).
+/// all of them are gone (with [`adopt_orphans`], every other descendant of this process
+/// is killed too). Once called, no new command starts. Returns how many supervisors (or
+/// adopted processes) had not ended by then: 0 means nothing strata started is left.
 ///
 /// Blocking (it polls `/proc`); safe to call from any thread, also more than once.
 pub fn shutdown_all(wait: Duration) -> usize {
@@ -162,7 +186,38 @@ pub fn shutdown_all(wait: Duration) -> usize {
     loop {
         left.retain(|&pid| !tree::has_ended(pid));
         if left.is_empty() || Instant::now() >= deadline {
-            return left.len();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if adopting() {
+        return left.len().max(kill_adopted(deadline));
+    }
+    left.len()
+}
+
+/// Kills every descendant of this process that is still running (orphans of killed
+/// supervisors, adopted as subreaper) and reaps them, until none is left or `deadline`.
+/// Returns how many were left.
+fn kill_adopted(deadline: Instant) -> usize {
+    use nix::sys::signal::{Signal, kill};
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    let me = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
+    loop {
+        let running: Vec<i32> = tree::descendants(me)
+            .into_iter()
+            .filter(|&pid| !tree::has_ended(pid))
+            .collect();
+        if running.is_empty() || Instant::now() >= deadline {
+            return running.len();
+        }
+        for pid in running {
+            let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        while let Ok(status) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
         }
         std::thread::sleep(Duration::from_millis(2));
     }

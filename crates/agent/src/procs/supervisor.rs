@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
@@ -116,6 +116,7 @@ fn start(argv: &[OsString]) -> Result<i32, String> {
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
     let pid = i32::try_from(child.id()).map_err(|_| "pid out of range".to_owned())?;
+    let _ = COMMAND.set(pid);
     // The child is reaped below with waitpid(-1), together with adopted orphans.
     drop(child);
     let null = std::fs::File::options()
@@ -186,24 +187,30 @@ fn report_end(control: &Reporter, code: i32, signal: i32) {
     }
 }
 
+/// The command's pid, which is also its process group id.
+static COMMAND: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+
 /// Kills every descendant with SIGKILL, again and again (one that forked between the
 /// scan and the kill has its children reparented here and found by the next scan),
-/// until none is left, then exits. The reaping thread keeps collecting the dead.
+/// and exits once this process has no child left — then it has no descendant either,
+/// since an orphaned descendant is reparented here. The command's process group is
+/// killed too, so a missing `/proc` cannot leave the command running.
 fn stop_everything() -> ! {
     let me = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
     loop {
-        let left = tree::descendants(me);
-        if left.is_empty() {
-            std::process::exit(0);
+        if let Some(&group) = COMMAND.get() {
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
         }
-        for pid in left {
+        for pid in tree::descendants(me) {
             // ESRCH: it ended between the scan and the kill.
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
         // Reap here too: the reaping thread may be the one that called this.
-        while let Ok(status) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            if status == WaitStatus::StillAlive {
-                break;
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Err(Errno::ECHILD) => std::process::exit(0),
+                Ok(WaitStatus::StillAlive) | Err(_) => break,
+                Ok(_) => {}
             }
         }
         std::thread::sleep(SWEEP_PAUSE);

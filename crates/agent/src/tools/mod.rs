@@ -270,6 +270,13 @@ pub trait ToolHooks: Send + Sync {
     fn todos(&self) -> Value {
         Value::Array(Vec::new())
     }
+
+    /// `text` with known secret values redacted. Tools call this on output before they
+    /// cut it (a secret cut in half would no longer be recognised afterwards). The
+    /// default redacts nothing; [`ToolRegistry::call`] supplies hooks that redact.
+    fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 /// Hooks for tools used outside a session (examples, sub-systems without a transcript):
@@ -418,5 +425,9 @@ impl ToolHooks for RedactingHooks {
 
     fn todos(&self) -> Value {
         self.inner.todos()
+    }
+
+    fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        self.redactor.redact(text)
     }
 }

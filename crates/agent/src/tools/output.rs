@@ -3,7 +3,8 @@
 //! A result longer than [`MAX_INLINE_OUTPUT_CHARS`] keeps its beginning inline and the
 //! whole text goes to [`ToolHooks::store_large_output`] (a side file next to the
 //! transcript); the inline part ends with a note naming that file, so the model can
-//! Read or Grep the rest instead of losing it.
+//! Read or Grep the rest instead of losing it. Known secrets are redacted (through
+//! [`ToolHooks::redact`]) before the text is cut or stored.
 
 use std::path::PathBuf;
 
@@ -42,6 +43,11 @@ pub(crate) fn cap_at(
     tool_use_id: &str,
     hooks: &dyn ToolHooks,
 ) -> Capped {
+    // Before cutting: half a secret at the cut would not be recognised later.
+    let content = match hooks.redact(&content) {
+        std::borrow::Cow::Owned(redacted) => redacted,
+        std::borrow::Cow::Borrowed(_) => content,
+    };
     let Some(cut) = char_boundary_after(&content, max) else {
         return Capped {
             text: content,

@@ -204,8 +204,10 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
         }
     }
 
-    let stdout = text_of(&outcome.stdout, "stdout");
-    let stderr = text_of(&outcome.stderr, "stderr");
+    // Redacted before anything cuts them (the inline cap, the detail's clip).
+    let redact = |s: String| ctx.hooks.redact(&s).into_owned();
+    let stdout = redact(text_of(&outcome.stdout, "stdout"));
+    let stderr = redact(text_of(&outcome.stderr, "stderr"));
     let mut body: Vec<&str> = Vec::new();
     if !stdout.is_empty() {
         body.push(&stdout);
@@ -262,11 +264,15 @@ async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext)
             None,
         ),
         Ended::Lost => (
-            Some(
+            Some(format!(
                 "The command's supervisor process was killed before the command ended; \
-                 processes the command started may still be running."
-                    .to_owned(),
-            ),
+                 processes the command started may still be running{}.",
+                if crate::procs::adopting() {
+                    " (strata stops them when it exits)"
+                } else {
+                    ""
+                }
+            )),
             true,
             false,
             None,
