@@ -41,7 +41,9 @@ pub struct Settings {
     pub env: Option<IndexMap<String, String>>,
     /// `apiKeyHelper`: a command whose output is the API key.
     pub api_key_helper: Option<String>,
-    /// `cleanupPeriodDays`: how long session transcripts are kept.
+    /// `cleanupPeriodDays`: how many days a session is kept after its last activity
+    /// (default 30; at least 1). Older ones are deleted when a session starts and by
+    /// `strata sessions cleanup`.
     pub cleanup_period_days: Option<u32>,
     /// `alwaysThinkingEnabled`: extended thinking on by default.
     pub always_thinking_enabled: Option<bool>,
