@@ -39,9 +39,13 @@ pub struct Settings {
     /// `env`: environment variables applied to the process (FX-5: added or overwritten,
     /// never removed). Values must be strings.
     pub env: Option<IndexMap<String, String>>,
-    /// `apiKeyHelper`: a command whose output is the API key.
+    /// `apiKeyHelper`: a shell command whose output is the Anthropic API key, used when
+    /// the environment has no key (cached until the settings change or the key is
+    /// rejected).
     pub api_key_helper: Option<String>,
-    /// `cleanupPeriodDays`: how long session transcripts are kept.
+    /// `cleanupPeriodDays`: how many days a session is kept after its last activity
+    /// (default 30; at least 1). Older ones are deleted when a session starts and by
+    /// `strata sessions cleanup`.
     pub cleanup_period_days: Option<u32>,
     /// `alwaysThinkingEnabled`: extended thinking on by default.
     pub always_thinking_enabled: Option<bool>,

@@ -17,8 +17,10 @@
 //! - [`writer`]: the one owner of a transcript file: appends, flushes, fsyncs, locks.
 //! - [`history`]: the input history (`history.jsonl`, paste cache).
 //! - [`file_history`]: pre-edit backups, snapshots and rewind.
+//! - [`cleanup`]: deleting sessions older than `cleanupPeriodDays`.
 
 pub mod chain;
+pub mod cleanup;
 pub mod file_history;
 pub mod history;
 pub mod layout;

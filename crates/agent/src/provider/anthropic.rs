@@ -17,12 +17,14 @@ mod models;
 
 use std::sync::Arc;
 
+use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use strata_protocol::message::{ContentBlock, Message, MessageContent};
 use tokio_util::sync::CancellationToken;
 
+use super::key_helper::ApiKeyHelper;
 use super::retry::RetryPolicy;
 use super::transport::{Endpoint, http_client};
 use super::{EventStream, ModelRequest, Provider, ProviderError, ToolDefinition};
@@ -85,22 +87,24 @@ impl AnthropicConfig {
     /// `ANTHROPIC_MODEL` and `STRATA_MAX_RETRIES` through `env`; `None` without
     /// credentials.
     pub fn from_env(env: &impl Fn(&str) -> Option<String>) -> Option<Self> {
+        let config = Self::endpoint_from_env(env);
+        (config.api_key.is_some() || config.auth_token.is_some()).then_some(config)
+    }
+
+    /// Like [`Self::from_env`], but also without credentials (they then come from an
+    /// [`ApiKeyHelper`], see [`AnthropicProvider::with_key_helper`]).
+    pub fn endpoint_from_env(env: &impl Fn(&str) -> Option<String>) -> Self {
         let non_empty = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-        let api_key = non_empty("ANTHROPIC_API_KEY");
-        let auth_token = non_empty("ANTHROPIC_AUTH_TOKEN");
-        if api_key.is_none() && auth_token.is_none() {
-            return None;
-        }
-        Some(Self {
-            api_key,
-            auth_token,
+        Self {
+            api_key: non_empty("ANTHROPIC_API_KEY"),
+            auth_token: non_empty("ANTHROPIC_AUTH_TOKEN"),
             base_url: non_empty("ANTHROPIC_BASE_URL")
                 .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE_URL.to_owned()),
             default_model: non_empty("ANTHROPIC_MODEL")
                 .unwrap_or_else(|| ANTHROPIC_DEFAULT_MODEL.to_owned()),
             retry: RetryPolicy::from_env(env),
             prompt_caching: true,
-        })
+        }
     }
 }
 
@@ -109,6 +113,8 @@ impl AnthropicConfig {
 pub struct AnthropicProvider {
     config: AnthropicConfig,
     endpoint: Endpoint,
+    /// Where the key comes from when the configuration has none (`apiKeyHelper`).
+    key_helper: Option<Arc<ApiKeyHelper>>,
 }
 
 impl AnthropicProvider {
@@ -145,7 +151,26 @@ impl AnthropicProvider {
             policy: config.retry,
             read_error: decode::read_error,
         };
-        Ok(Self { config, endpoint })
+        Ok(Self {
+            config,
+            endpoint,
+            key_helper: None,
+        })
+    }
+
+    /// A provider for `config` that takes its key from `helper` (`apiKeyHelper`) for every
+    /// request, unless `config` has a key or token of its own (those come first, as in
+    /// the reference agent).
+    pub fn with_key_helper(
+        config: AnthropicConfig,
+        helper: Arc<ApiKeyHelper>,
+    ) -> Result<Self, ProviderError> {
+        let has_own = config.api_key.is_some() || config.auth_token.is_some();
+        let mut provider = Self::new(config)?;
+        if !has_own {
+            provider.key_helper = Some(helper);
+        }
+        Ok(provider)
     }
 
     /// The configuration in use.
@@ -166,8 +191,36 @@ impl Provider for AnthropicProvider {
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream {
         let body = request_body(request, self.config.prompt_caching);
-        self.endpoint
-            .stream(body, decode::AnthropicDecoder::default, cancel)
+        let Some(helper) = self.key_helper.clone() else {
+            return self
+                .endpoint
+                .stream(body, decode::AnthropicDecoder::default, cancel);
+        };
+        // The key first (cached, or the helper's output), then the request with it.
+        let endpoint = self.endpoint.clone();
+        let stream = futures::stream::once(async move {
+            match helper.headers(&cancel).await {
+                Ok(auth) => {
+                    let rejected = helper.clone();
+                    endpoint
+                        .with_headers(auth)
+                        .stream(body, decode::AnthropicDecoder::default, cancel)
+                        .inspect(move |event| {
+                            // A rotated or revoked key: fetch a new one for the next request.
+                            if let Err(ProviderError::Api {
+                                status: Some(401), ..
+                            }) = event
+                            {
+                                rejected.clear_cache();
+                            }
+                        })
+                        .boxed()
+                }
+                Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+            }
+        })
+        .flatten();
+        Box::pin(stream)
     }
 
     fn default_model(&self) -> Option<&str> {

@@ -12,7 +12,9 @@
 //! - [`OpenAiProvider`]: OpenAI-compatible chat completions over SSE (`OPENAI_API_KEY`,
 //!   `OPENAI_BASE_URL`), which llama.cpp, Ollama and vLLM also speak.
 //! - [`ReplayProvider`]: plays back the responses recorded in a transcript, offline.
-//! - [`select_provider`]: which of them `--provider` and the environment ask for.
+//! - [`select_provider`]: which of them `--provider` and the environment ask for
+//!   ([`select_provider_with_key_helper`] adds the settings' `apiKeyHelper`,
+//!   [`ApiKeyHelper`]).
 //!
 //! Providers own retries of transient failures (429, 5xx, `overloaded_error`) before any
 //! content is yielded ([`RetryPolicy`]); once content has streamed, an error ends the
@@ -42,6 +44,7 @@
 
 mod accumulator;
 mod anthropic;
+mod key_helper;
 mod openai;
 mod replay;
 mod retry;
@@ -62,10 +65,11 @@ pub use accumulator::{AccumulatorError, CompletedBlock, MessageAccumulator};
 pub use anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL, AnthropicConfig, AnthropicProvider,
 };
+pub use key_helper::{ApiKeyHelper, HELPER_TIMEOUT};
 pub use openai::{OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, OpenAiConfig, OpenAiProvider};
 pub use replay::ReplayProvider;
 pub use retry::RetryPolicy;
-pub use select::{ProviderChoice, select_provider};
+pub use select::{ProviderChoice, select_provider, select_provider_with_key_helper};
 pub use strata_protocol::message::AssistantMessage;
 
 /// One request to a model.

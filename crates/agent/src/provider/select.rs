@@ -2,10 +2,10 @@
 //!
 //! | asked for                         | needs                                              | default model |
 //! |-----------------------------------|----------------------------------------------------|---------------|
-//! | `--provider anthropic`            | `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN`); `ANTHROPIC_BASE_URL` optional | `ANTHROPIC_MODEL`, else [`ANTHROPIC_DEFAULT_MODEL`](super::ANTHROPIC_DEFAULT_MODEL) |
+//! | `--provider anthropic`            | `ANTHROPIC_API_KEY` (or `ANTHROPIC_AUTH_TOKEN`, or the settings' `apiKeyHelper`); `ANTHROPIC_BASE_URL` optional | `ANTHROPIC_MODEL`, else [`ANTHROPIC_DEFAULT_MODEL`](super::ANTHROPIC_DEFAULT_MODEL) |
 //! | `--provider openai`               | `OPENAI_API_KEY` or `OPENAI_BASE_URL` (a local server needs no key) | `OPENAI_MODEL`, else [`OPENAI_DEFAULT_MODEL`](super::OPENAI_DEFAULT_MODEL) |
 //! | `--provider replay` / `--replay`  | the transcript to play                             | the recording's |
-//! | nothing                           | an Anthropic key → anthropic; else an OpenAI key or base URL → openai; else [`ProviderError::NotConfigured`] | |
+//! | nothing                           | an Anthropic key or `apiKeyHelper` → anthropic; else an OpenAI key or base URL → openai; else [`ProviderError::NotConfigured`] | |
 //!
 //! The CLI resolves `--replay demo` to the demo session it ships and passes the path;
 //! `--model` overrides every default.
@@ -16,6 +16,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use super::anthropic::{AnthropicConfig, AnthropicProvider};
+use super::key_helper::ApiKeyHelper;
 use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::replay::ReplayProvider;
 use super::{Provider, ProviderError};
@@ -66,7 +67,8 @@ impl FromStr for ProviderChoice {
 /// How to configure a provider, for [`ProviderError::NotConfigured`].
 const HOW_TO_CONFIGURE: &str = "\
 No model provider is configured. Configure one of:
-  - Anthropic: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy or gateway)
+  - Anthropic: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy or gateway),
+    or apiKeyHelper in the settings (a command that prints the key)
   - OpenAI or a compatible server (llama.cpp, Ollama, vLLM): set OPENAI_API_KEY, or
     OPENAI_BASE_URL for a local server (e.g. OPENAI_BASE_URL=http://127.0.0.1:11434/v1)
   - offline: --replay demo plays back a recorded demo session
@@ -81,6 +83,32 @@ pub fn select_provider(
     env: &impl Fn(&str) -> Option<String>,
     replay_path: Option<&Path>,
 ) -> Result<Arc<dyn Provider>, ProviderError> {
+    select_provider_with_key_helper(choice, env, replay_path, None)
+}
+
+/// [`select_provider`], with the settings' `apiKeyHelper` as a source of Anthropic keys
+/// when the environment has none (the environment's key comes first, as in the
+/// reference agent).
+pub fn select_provider_with_key_helper(
+    choice: Option<ProviderChoice>,
+    env: &impl Fn(&str) -> Option<String>,
+    replay_path: Option<&Path>,
+    key_helper: Option<Arc<ApiKeyHelper>>,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    let anthropic =
+        |config: Option<AnthropicConfig>| -> Option<Result<Arc<dyn Provider>, ProviderError>> {
+            match (config, &key_helper) {
+                (Some(config), _) => Some(AnthropicProvider::new(config).map(|p| Arc::new(p) as _)),
+                (None, Some(helper)) => Some(
+                    AnthropicProvider::with_key_helper(
+                        AnthropicConfig::endpoint_from_env(env),
+                        helper.clone(),
+                    )
+                    .map(|p| Arc::new(p) as _),
+                ),
+                (None, None) => None,
+            }
+        };
     let choice = match (choice, replay_path) {
         (Some(ProviderChoice::Replay), _) | (None, Some(_)) => ProviderChoice::Replay,
         (Some(live), Some(_)) => {
@@ -91,8 +119,8 @@ pub fn select_provider(
         }
         (Some(live), None) => live,
         (None, None) => {
-            if let Some(config) = AnthropicConfig::from_env(env) {
-                return Ok(Arc::new(AnthropicProvider::new(config)?));
+            if let Some(provider) = anthropic(AnthropicConfig::from_env(env)) {
+                return provider;
             }
             if let Some(config) = OpenAiConfig::from_env(env) {
                 return Ok(Arc::new(OpenAiProvider::new(config)?));
@@ -112,14 +140,14 @@ pub fn select_provider(
             Ok(Arc::new(ReplayProvider::open(path)?))
         }
         ProviderChoice::Anthropic => {
-            let config = AnthropicConfig::from_env(env).ok_or_else(|| {
-                ProviderError::NotConfigured(
+            anthropic(AnthropicConfig::from_env(env)).unwrap_or_else(|| {
+                Err(ProviderError::NotConfigured(
                     "--provider anthropic needs an API key: set ANTHROPIC_API_KEY (or \
-                     ANTHROPIC_AUTH_TOKEN for a gateway that takes bearer tokens)"
+                 ANTHROPIC_AUTH_TOKEN for a gateway that takes bearer tokens, or \
+                 apiKeyHelper in the settings)"
                         .into(),
-                )
-            })?;
-            Ok(Arc::new(AnthropicProvider::new(config)?))
+                ))
+            })
         }
         ProviderChoice::OpenAi => {
             let config = OpenAiConfig::from_env(env).ok_or_else(|| {

@@ -99,6 +99,12 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
+    /// This endpoint with `extra` headers added (credentials fetched per request).
+    pub(crate) fn with_headers(mut self, extra: HeaderMap) -> Self {
+        self.headers.extend(extra);
+        self
+    }
+
     /// Sends `body` (or reports the error that stopped it being built) and streams the
     /// response through a decoder made by `decoder`.
     pub(crate) fn stream<D: WireDecoder>(

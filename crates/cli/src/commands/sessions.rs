@@ -4,10 +4,13 @@
 //! - `strata sessions list [--all-projects] [--json]`
 //! - `strata sessions show <session-id or path.jsonl> [--json]`
 //! - `strata sessions rewind <session-id> --to <user-message-uuid> [--dry-run]`
+//! - `strata sessions cleanup [--dry-run] [--json]`: delete sessions older than
+//!   `cleanupPeriodDays` (also done when a session starts)
 //!
 //! `STRATA_CONFIG_DIR` chooses the config directory and the working directory the
 //! project. An unknown id or an unreadable file is a one-line error and exit code 1.
 
+pub(crate) mod cleanup;
 mod rewind;
 
 use std::fmt::Write as _;
@@ -43,6 +46,8 @@ enum SessionsCommand {
     Show(ShowArgs),
     /// Restore the files a session edited to their state at one of its user messages.
     Rewind(rewind::RewindArgs),
+    /// Delete sessions last active more than `cleanupPeriodDays` ago (default 30).
+    Cleanup(cleanup::CleanupArgs),
 }
 
 /// Arguments of `strata sessions list`.
@@ -72,6 +77,7 @@ pub(crate) fn run(args: SessionsArgs) -> anyhow::Result<()> {
         SessionsCommand::List(a) => list(a),
         SessionsCommand::Show(a) => show(a),
         SessionsCommand::Rewind(a) => rewind::run(a),
+        SessionsCommand::Cleanup(a) => cleanup::run(a),
     }
 }
 

@@ -80,19 +80,35 @@ pub(crate) struct Setup {
     pub(crate) verbose: bool,
     /// `--replay`'s argument, to label the run as a replay.
     pub(crate) replay: Option<String>,
+    /// The settings' `apiKeyHelper`, when the provider takes its key from it; attached
+    /// to the session's store once it is open.
+    pub(crate) key_helper: Option<std::sync::Arc<strata_agent::provider::ApiKeyHelper>>,
 }
 
 /// Runs `strata -p …`.
 pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
     check_flags(&args)?;
     let env = |name: &str| std::env::var(name).ok();
-    let provider = provider::choose(args.provider, args.replay.as_deref(), &env)?;
     let config_dir = paths::config_dir().map_err(|e| Failure::usage(e.to_string()))?;
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::failed(format!("cannot read the current directory: {e}")))?;
     if let Some(flag) = &args.settings {
         check_settings_flag(flag, &config_dir, &cwd)?;
     }
+    let key_helper = provider::key_helper(
+        args.provider,
+        args.replay.as_deref(),
+        &env,
+        &config_dir,
+        &cwd,
+        args.settings.as_deref(),
+    );
+    let provider = provider::choose(
+        args.provider,
+        args.replay.as_deref(),
+        &env,
+        key_helper.clone(),
+    )?;
     let prompts = match args.input_format {
         InputFormat::StreamJson => Prompts::Stream,
         InputFormat::Text => Prompts::One(text_prompt(args.prompt)?),
@@ -130,6 +146,7 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
         max_turns: args.max_turns,
         verbose: args.verbose,
         replay: args.replay,
+        key_helper,
     };
     // Multi-threaded: tools run in parallel and the engine may block briefly in places;
     // two workers match the machines strata is measured on and start in well under a

@@ -18,6 +18,7 @@ use super::output::{LineWriter, Lines, QuietSink, StreamSink};
 use super::prompter::{Answered, PromptChannel};
 use super::{Prompts, Setup, warn};
 use crate::args::OutputFormat;
+use crate::commands::sessions::cleanup;
 use crate::exit::Failure;
 
 /// Runs the session `setup` describes.
@@ -35,6 +36,16 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         (Some(lines), true) => Some(PromptChannel::new(lines.clone())),
         _ => None,
     };
+    // cleanupPeriodDays: swept once the session is open (so the one resumed is known).
+    let sweep = (
+        setup.config_dir.clone(),
+        setup.cwd.clone(),
+        setup.settings_flag.clone(),
+        match &setup.resume {
+            Some(strata_agent::engine::ResumeTarget::Session(s)) => Some(cleanup::resumed_id(s)),
+            _ => None,
+        },
+    );
     let default_model = setup.provider.default_model().map(str::to_owned);
     let provider_name = setup.provider.name();
     let options = EngineOptions {
@@ -62,6 +73,13 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     for warning in engine.warnings() {
         warn(format_args!("{warning}"));
     }
+    let (config_dir, cwd, settings_flag, resumed) = sweep;
+    let keep = std::iter::once(engine.session_id())
+        .chain(resumed)
+        .collect();
+    let sweep = cleanup::sweep_at_start(config_dir, cwd, settings_flag, keep);
+    // apiKeyHelper: its cache is cleared by FX-5 and its command follows the settings.
+    let _key_helper = setup.key_helper.as_ref().map(|h| h.attach(engine.store()));
     if let Some(source) = &setup.replay {
         let demo_rules = if source == super::provider::DEMO {
             format!(
@@ -117,6 +135,7 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         // transcript writer flushes when the last handle drops.
         Err(_) => Err("the session is still in use and was not closed explicitly".into()),
     };
+    sweep.finish();
     if let Some(writer) = writer {
         writer.finish();
     }
