@@ -492,3 +492,38 @@ async fn regression_a_tool_call_with_cut_off_input_is_answered_with_an_error() {
     assert_eq!(second["messages"][1]["content"][0]["input"], json!({}));
     engine.close().await.unwrap();
 }
+
+/// Regression: a tool output longer than the 30,000 characters shown inline but shorter
+/// than the transcript's 50,000-byte inline limit said "could not be saved (the output
+/// was small enough to keep inline)" and the cut part was lost. It is stored whole now.
+#[tokio::test]
+async fn regression_an_output_between_the_tool_cap_and_the_transcript_limit_is_stored_whole() {
+    let env = env();
+    std::fs::write(env.project.join("big.txt"), "0123456789\n".repeat(3_600)).unwrap();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_big", "Bash", json!({"command": "cat big.txt"})));
+    server.push(Reply::new().text("Done."));
+    let events = Arc::new(Collect::default());
+    let mut opts = options(&env, &server, events.clone());
+    opts.permission.allowed_tools = vec!["Bash(cat:*)".into()];
+    let engine = Engine::open(opts).await.unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("show it"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    let second = server.requests()[1].json();
+    let sent = second["messages"][2]["content"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(sent.contains("The full output was saved to"), "{sent:.300}");
+    assert!(!sent.contains("could not be saved"), "{sent:.300}");
+    engine.close().await.unwrap();
+    let stored = transcript_path(&env.config)
+        .with_extension("")
+        .join("tool-results");
+    let files: Vec<_> = std::fs::read_dir(&stored).unwrap().collect();
+    assert_eq!(files.len(), 1, "one stored output in {}", stored.display());
+    let whole = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+    assert!(whole.len() >= 39_600, "the whole output, not the inline part");
+}

@@ -104,3 +104,18 @@ async fn a_secret_across_the_inline_cut_leaves_no_half_behind() {
     let detail = out.detail.unwrap().to_string();
     assert!(!detail.contains(half), "the detail keeps {half}");
 }
+
+/// Regression: Read cut each line at 2,000 characters before the result was redacted,
+/// so a key straddling column 2,000 left its first half in the result.
+#[tokio::test]
+async fn regression_read_redacts_a_secret_across_its_line_cut() {
+    let p = project();
+    p.write(
+        "long_line.txt",
+        &format!("{}{KEY}{}\n", "x".repeat(1_995), "y".repeat(100)),
+    );
+    let out = run(&p, "Read", json!({"file_path": p.path("long_line.txt")})).await;
+    assert!(out.content.contains("line truncated"), "{}", out.content);
+    let half = &KEY[..5];
+    assert!(!out.content.contains(half), "Read keeps {half}");
+}

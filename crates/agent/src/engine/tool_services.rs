@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use smol_str::SmolStr;
 use strata_session::file_history::FileHistory;
 use strata_session::layout::SessionLayout;
-use strata_session::writer::tool_results::persist_tool_output;
+use strata_session::writer::tool_results::store_tool_output;
 use strata_state::{AppState, TodoItem, TodoStatus, Todos};
 use strata_store::Store;
 
@@ -45,11 +45,10 @@ impl ToolHooks for SessionHooks {
     }
 
     fn store_large_output(&self, tool_use_id: &str, content: &str) -> Result<PathBuf, String> {
-        let stored =
-            persist_tool_output(&self.layout, tool_use_id, content).map_err(|e| e.to_string())?;
-        stored
-            .stored_at
-            .ok_or_else(|| "the output was small enough to keep inline".to_string())
+        // Always stored: the tool shows the model less than the transcript's inline limit
+        // (30,000 characters against 50,000 bytes), so an output in between would
+        // otherwise lose what the tool cut.
+        store_tool_output(&self.layout, tool_use_id, content).map_err(|e| e.to_string())
     }
 
     fn set_todos(&self, todos: Value) {

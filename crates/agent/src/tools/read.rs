@@ -184,7 +184,10 @@ fn read_file(c: &Checked, ctx: &ToolContext) -> ToolOutput {
         }
         let text = String::from_utf8_lossy(&buf);
         let text = text.trim_end_matches('\n').trim_end_matches('\r');
-        let line = truncate_line(text, MAX_LINE_CHARS);
+        // Redacted before the cut: half a secret at column 2,000 would not be recognised
+        // by the redaction of the whole result afterwards.
+        let text = ctx.hooks.redact(text);
+        let line = truncate_line(&text, MAX_LINE_CHARS);
         if numbered.len() + line.len() + 8 > MAX_RESULT_CHARS && shown_lines > 0 {
             stopped_at = Some(total);
             continue;

@@ -88,6 +88,25 @@ pub fn persist_tool_output(
             stored_at: None,
         });
     }
+    let path = store_tool_output(layout, tool_use_id, output)?;
+    Ok(ToolOutput {
+        content: reference_text(&path, output),
+        stored_at: Some(path),
+    })
+}
+
+/// Stores `output` of tool use `tool_use_id` in the session's tool-results folder,
+/// whatever its size, and returns the file's path (written, synced and renamed into
+/// place: a reader never sees half a file).
+///
+/// [`persist_tool_output`] calls it for outputs over [`INLINE_LIMIT_BYTES`]; a tool that
+/// shows the model less than that (its own inline cap is smaller) calls it directly, so
+/// the part it cut is never lost.
+pub fn store_tool_output(
+    layout: &SessionLayout,
+    tool_use_id: &str,
+    output: &str,
+) -> Result<PathBuf, ToolResultError> {
     let dir = layout.tool_results_dir();
     if tool_use_id.is_empty()
         || !tool_use_id
@@ -115,10 +134,7 @@ pub fn persist_tool_output(
     tmp.as_file().sync_data().map_err(io)?;
     tmp.persist(&path).map_err(|e| io(e.error))?;
     super::file::sync_parent(&path).map_err(io)?;
-    Ok(ToolOutput {
-        content: reference_text(&path, output),
-        stored_at: Some(path),
-    })
+    Ok(path)
 }
 
 /// The reference text for an output stored at `path`.
