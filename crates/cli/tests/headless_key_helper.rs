@@ -63,3 +63,51 @@ async fn a_failing_api_key_helper_fails_the_run_naming_it() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// Issue 16 "no secrets in transcripts": a key from `apiKeyHelper` is a known secret like
+/// one from the environment. A model that prints it (here by reading the vault file the
+/// helper reads) sees it redacted, and neither stdout nor the transcript holds it.
+#[tokio::test]
+async fn a_key_from_the_api_key_helper_is_redacted_from_tool_results() {
+    const KEY: &str = "sk-helper-3f9c1a77e2";
+    let env = Env::new();
+    std::fs::write(env.proj.join("vault.txt"), KEY).unwrap();
+    settings(&env, "cat vault.txt");
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use(
+        "toolu_1",
+        "Bash",
+        serde_json::json!({"command": "cat vault.txt"}),
+    ));
+    server.push(Reply::new().text("Done."));
+    let mut cmd = env.command(
+        None,
+        &[
+            "-p",
+            "show the vault",
+            "--allowedTools",
+            "Bash",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
+    );
+    cmd.env("ANTHROPIC_BASE_URL", server.url());
+    let run = run_command(cmd, "").await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let requests = server.requests();
+    assert_eq!(requests[0].header("x-api-key"), Some(KEY));
+    let sent = requests[1].json().to_string();
+    assert!(!sent.contains(KEY), "the model was sent the key: {sent}");
+    assert!(sent.contains("[redacted apiKeyHelper key]"), "{sent}");
+    assert!(!run.stdout.contains(KEY), "stdout holds the key");
+    for (path, lines) in env.transcripts() {
+        for line in lines {
+            assert!(
+                !line.to_string().contains(KEY),
+                "{} holds the key",
+                path.display()
+            );
+        }
+    }
+}

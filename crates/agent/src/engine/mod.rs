@@ -195,6 +195,12 @@ impl Engine {
         self.inner.session_id.clone()
     }
 
+    /// The session's credentials (variable names and known secret values), shared with
+    /// its tools: a value registered here is redacted from every tool result.
+    pub fn secrets(&self) -> &crate::secrets::Secrets {
+        &self.inner.tool_context.secrets
+    }
+
     /// The session's root store (read state, subscribe, select).
     pub fn store(&self) -> &Store<AppState> {
         &self.inner.store

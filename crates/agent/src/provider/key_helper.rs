@@ -25,7 +25,11 @@ use strata_state::{AppState, CredentialCache, EnvOverlay};
 use strata_store::{Store, Subscription};
 
 use super::ProviderError;
+use crate::secrets::Secrets;
 use crate::sync::lock;
+
+/// How a key from the helper reads in a redacted tool result.
+const SECRET_LABEL: &str = "apiKeyHelper key";
 
 /// How long the helper may run before the request fails.
 pub const HELPER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,6 +51,9 @@ pub struct ApiKeyHelper {
     epoch: AtomicU64,
     /// One fetch at a time (concurrent requests wait for it rather than run it twice).
     fetching: tokio::sync::Mutex<()>,
+    /// Where each fetched key is registered as a secret, so tool results that print it
+    /// are redacted like a key from the environment (issue 16).
+    secrets: Mutex<Option<Secrets>>,
 }
 
 impl std::fmt::Debug for ApiKeyHelper {
@@ -70,7 +77,17 @@ impl ApiKeyHelper {
             cached: Mutex::new(None),
             epoch: AtomicU64::new(0),
             fetching: tokio::sync::Mutex::new(()),
+            secrets: Mutex::new(None),
         })
+    }
+
+    /// Registers every key this helper fetches (the cached one at once) with `secrets`,
+    /// the session's credentials, so the key is redacted from tool results.
+    pub fn redact_with(&self, secrets: Secrets) {
+        if let Some(key) = self.cached_key() {
+            secrets.add_value(SECRET_LABEL, key);
+        }
+        *lock(&self.secrets) = Some(secrets);
     }
 
     /// Ties the helper to a session's app store (see the module docs). The returned
@@ -154,6 +171,9 @@ impl ApiKeyHelper {
             )
         })?;
         let key = run(&command, env.as_ref()).await?;
+        if let Some(secrets) = lock(&self.secrets).as_ref() {
+            secrets.add_value(SECRET_LABEL, key.clone());
+        }
         let mut cached = lock(&self.cached);
         if self.epoch.load(Ordering::SeqCst) == epoch {
             *cached = Some((epoch, key.clone()));

@@ -79,7 +79,11 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         .collect();
     let sweep = cleanup::sweep_at_start(config_dir, cwd, settings_flag, keep);
     // apiKeyHelper: its cache is cleared by FX-5 and its command follows the settings.
-    let _key_helper = setup.key_helper.as_ref().map(|h| h.attach(engine.store()));
+    // Its key is a secret like one from the environment: redacted from tool results.
+    let _key_helper = setup.key_helper.as_ref().map(|h| {
+        h.redact_with(engine.secrets().clone());
+        h.attach(engine.store())
+    });
     if let Some(source) = &setup.replay {
         let demo_rules = if source == super::provider::DEMO {
             format!(
