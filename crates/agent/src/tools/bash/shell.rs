@@ -3,7 +3,7 @@
 //! Permission rules (`Bash(npm test:*)`) and the plan-mode read-only check must judge
 //! every command a line runs, not the line's first word: `npm test && rm -rf ~` starts
 //! like an allowed command. This is a small, conservative lexer for the bash subset
-//! models write: quotes (also `$'…'`, decoded by [`ansi_c`](super::ansi_c), and `$"…"`),
+//! models write: quotes (also `$'…'`, decoded by `ansi_c`, and `$"…"`),
 //! escapes, `&&`, `||`, `;`, `|`, `&`, newlines, subshells,
 //! `{ …; }` groups, command substitution (`$(…)`, backticks) and process substitution
 //! (whose inner commands are reported as commands of their own), redirections (output

@@ -5,7 +5,7 @@
 //! x`, `sudo -u u rm x`, `xargs rm`, `find . -exec rm {} \;` and `bash -c 'rm x'` all run
 //! `rm`. [`analyze`] takes the simple commands of [`split_command`] (words after quote
 //! removal) and lists every command they run: each simple command itself, then what
-//! it runs through a wrapper ([`wrappers`](super::wrappers)), `xargs`, `find -exec`,
+//! it runs through a wrapper (`tools/bash/wrappers.rs`), `xargs`, `find -exec`,
 //! `parallel`, `watch`, `su -c`, a shell's `-c` string, `eval`, `trap` and `alias`
 //! bodies (strings parsed again, at most [`MAX_DEPTH`] deep). `git`'s global options
 //! are looked through too (`git -C x push` is `git push`), as a spelling for deny and
