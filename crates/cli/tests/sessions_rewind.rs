@@ -9,9 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use strata_session::file_history::FileHistory;
 use strata_session::layout::SessionLayout;
 use strata_session::writer::TranscriptWriter;
+
+// The session crate's test driver of file history (the app state's domain plus the
+// session layer's disk side, wired as the engine wires them), to record a session.
+#[path = "../../session/tests/support/file_history.rs"]
+mod file_history_driver;
+use file_history_driver::FileHistory;
 
 const SESSION: &str = "5e55a0e1-0000-4000-8000-000000000001";
 

@@ -8,9 +8,14 @@ use std::path::Path;
 
 use serde_json::Value;
 use strata_protocol::transcript::{Entry, FileHistorySnapshot, MetadataEntry};
-use strata_session::file_history::{FileHistory, FileHistoryError, MAX_SNAPSHOTS};
+#[path = "support/file_history.rs"]
+mod support;
+
+use strata_session::file_history::FileHistoryError;
 use strata_session::layout::SessionLayout;
 use strata_session::writer::TranscriptWriter;
+use strata_state::MAX_FILE_HISTORY_SNAPSHOTS as MAX_SNAPSHOTS;
+use support::{DriverError, FileHistory};
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -246,7 +251,10 @@ fn an_edit_before_any_prompt_is_refused() {
     let f = fixture();
     let mut fh = FileHistory::new(&f.layout, &f.cwd);
     let err = fh.track_edit(Path::new("a.rs"), "m").unwrap_err();
-    assert!(matches!(err, FileHistoryError::NoSnapshot { .. }));
+    assert!(matches!(
+        err,
+        DriverError::Update(strata_state::FileHistoryUpdateError::NoSnapshot { .. })
+    ));
     assert!(err.to_string().contains("a.rs"));
 }
 

@@ -7,8 +7,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use strata_session::file_history::{ChangeKind, FileHistory, FileHistoryError};
+#[path = "support/file_history.rs"]
+mod support;
+
+use strata_session::file_history::{ChangeKind, FileHistoryError};
 use strata_session::layout::SessionLayout;
+use support::FileHistory;
 
 fn read(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok()
