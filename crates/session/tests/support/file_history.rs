@@ -42,7 +42,7 @@ impl From<FileHistoryUpdateError> for DriverError {
     }
 }
 
-pub struct FileHistory {
+pub struct HistoryDriver {
     files: FileHistoryFiles,
     state: strata_state::FileHistory,
 }
@@ -55,7 +55,7 @@ fn inspected(f: FileState) -> InspectedFile {
     }
 }
 
-impl FileHistory {
+impl HistoryDriver {
     pub fn new(layout: &SessionLayout, cwd: &Path) -> Self {
         Self {
             files: FileHistoryFiles::new(layout, cwd),
