@@ -21,6 +21,7 @@
 //! withdraws the file from the snapshot, so the next attempt backs it up again (fails
 //! closed).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -42,9 +43,15 @@ use crate::sync::lock;
 pub(crate) struct SessionFileHistory {
     files: FileHistoryFiles,
     recorder: Arc<Recorder>,
-    /// The sequence number of the last change persisted (or attempted), and how it went.
-    outcome: Mutex<Option<(u64, Result<(), String>)>>,
+    /// How each edit's change went, by sequence number, until its [`before_edit`] takes
+    /// it. Keyed rather than "the last one", so edits committed close together (parallel
+    /// tools, a sub-agent) each find their own outcome.
+    outcomes: Mutex<BTreeMap<u64, Result<(), String>>>,
 }
+
+/// Outcomes kept at most (a caller that never came back for its outcome, e.g. a
+/// cancelled tool, must not make the map grow without bound).
+const MAX_OUTCOMES: usize = 64;
 
 impl SessionFileHistory {
     /// The port writing `files`' backups and `recorder`'s transcript.
@@ -52,16 +59,13 @@ impl SessionFileHistory {
         Self {
             files,
             recorder,
-            outcome: Mutex::new(None),
+            outcomes: Mutex::new(BTreeMap::new()),
         }
     }
 
-    /// How change `sequence` went, if it was persisted at all.
-    fn outcome_of(&self, sequence: u64) -> Option<Result<(), String>> {
-        match &*lock(&self.outcome) {
-            Some((seq, result)) if *seq == sequence => Some(result.clone()),
-            _ => None,
-        }
+    /// How change `sequence` went, if it was persisted at all (taken: asked once).
+    fn take_outcome(&self, sequence: u64) -> Option<Result<(), String>> {
+        lock(&self.outcomes).remove(&sequence)
     }
 
     fn write(&self, change: &FileHistoryChange) -> Result<(), String> {
@@ -82,7 +86,15 @@ impl SessionFileHistory {
 impl FileHistoryPort for SessionFileHistory {
     fn persist(&self, change: &FileHistoryChange) -> Result<(), EffectError> {
         let result = self.write(change);
-        *lock(&self.outcome) = Some((change.sequence, result.clone()));
+        // Only an edit's caller waits for the outcome; a prompt's snapshot failure is
+        // logged by the hub.
+        if change.entry.is_snapshot_update {
+            let mut outcomes = lock(&self.outcomes);
+            outcomes.insert(change.sequence, result.clone());
+            while outcomes.len() > MAX_OUTCOMES {
+                outcomes.pop_first();
+            }
+        }
         result.map_err(|message| EffectError::Port {
             port: "file history",
             message,
@@ -154,7 +166,7 @@ pub(crate) fn before_edit(
         Ok(None) => return Ok(()),
         Ok(Some(sequence)) => sequence,
     };
-    let failure = match port.outcome_of(sequence) {
+    let failure = match port.take_outcome(sequence) {
         Some(Ok(())) => return Ok(()),
         Some(Err(e)) => e,
         None => "the backup was not written (no file-history persistence answered)".to_owned(),
