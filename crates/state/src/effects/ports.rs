@@ -194,7 +194,8 @@ impl Ports {
     /// `strata-config` (locked, atomic, order-keeping writes), the bootstrap state
     /// (`strata_bootstrap::global()` in the program, an `Arc<Bootstrap>` in tests), and the runtime's credential-cache registry and environment overlay (the
     /// runtime of the state the store will hold, so spawners see what FX-5 applies).
-    /// No remote session and no SDK stream: attach those when they exist.
+    /// No remote session, no SDK stream and no file-history persistence: attach those
+    /// when they exist (the last needs the session's transcript).
     ///
     /// ```
     /// use strata_config::{GlobalConfigFile, SettingsFiles, SettingsLocations};
