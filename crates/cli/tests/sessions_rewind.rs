@@ -9,9 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use strata_session::file_history::FileHistory;
 use strata_session::layout::SessionLayout;
 use strata_session::writer::TranscriptWriter;
+
+// The session crate's test driver of file history (the app state's domain plus the
+// session layer's disk side, wired as the engine wires them), to record a session.
+#[path = "../../session/tests/support/file_history.rs"]
+mod file_history_driver;
+use file_history_driver::HistoryDriver;
 
 const SESSION: &str = "5e55a0e1-0000-4000-8000-000000000001";
 
@@ -77,7 +82,7 @@ fn recorded_session() -> Env {
 
     let layout = SessionLayout::new(&cfg, &proj, SESSION);
     let w = TranscriptWriter::for_session(&layout).unwrap();
-    let mut fh = FileHistory::new(&layout, &proj);
+    let mut fh = HistoryDriver::new(&layout, &proj);
 
     w.append(&fh.make_snapshot("u1").unwrap()).unwrap();
     w.append(&line("user", "u1", None, 1, &proj, prompt("add three")))

@@ -16,7 +16,8 @@
 //! - [`model_messages`]: turning the live conversation into model messages.
 //! - [`writer`]: the one owner of a transcript file: appends, flushes, fsyncs, locks.
 //! - [`history`]: the input history (`history.jsonl`, paste cache).
-//! - [`file_history`]: pre-edit backups, snapshots and rewind.
+//! - [`file_history`]: the disk side of file history: pre-edit backups, snapshot
+//!   entries and rewind (the history itself is app state).
 //! - [`cleanup`]: deleting sessions older than `cleanupPeriodDays`.
 
 pub mod chain;

@@ -8,9 +8,14 @@ use std::path::Path;
 
 use serde_json::Value;
 use strata_protocol::transcript::{Entry, FileHistorySnapshot, MetadataEntry};
-use strata_session::file_history::{FileHistory, FileHistoryError, MAX_SNAPSHOTS};
+#[path = "support/file_history.rs"]
+mod support;
+
+use strata_session::file_history::FileHistoryError;
 use strata_session::layout::SessionLayout;
 use strata_session::writer::TranscriptWriter;
+use strata_state::MAX_FILE_HISTORY_SNAPSHOTS as MAX_SNAPSHOTS;
+use support::{DriverError, HistoryDriver};
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -43,7 +48,7 @@ fn snapshot_of(entry: &Entry) -> (&str, &FileHistorySnapshot, bool) {
 fn sp2_first_edit_in_a_turn_is_backed_up_once_and_recorded_as_an_update() {
     let f = fixture();
     std::fs::write(f.cwd.join("src/a.rs"), "fn a() {}\n").unwrap();
-    let mut fh = FileHistory::new(&f.layout, &f.cwd);
+    let mut fh = HistoryDriver::new(&f.layout, &f.cwd);
 
     let first = fh.make_snapshot("user-1").unwrap();
     let (id, snap, update) = snapshot_of(&first);
@@ -96,7 +101,7 @@ fn sp2_each_prompt_snapshots_changed_files_as_new_versions() {
     let f = fixture();
     let a = f.cwd.join("src/a.rs");
     std::fs::write(&a, "v0\n").unwrap();
-    let mut fh = FileHistory::new(&f.layout, &f.cwd);
+    let mut fh = HistoryDriver::new(&f.layout, &f.cwd);
     fh.make_snapshot("u1").unwrap();
     fh.track_edit(&a, "m1").unwrap();
     fh.track_edit(&f.cwd.join("b.txt"), "m1").unwrap();
@@ -131,7 +136,7 @@ fn sp2_each_prompt_snapshots_changed_files_as_new_versions() {
 fn sp1_snapshot_entries_are_written_in_the_reference_shape() {
     let f = fixture();
     std::fs::write(f.cwd.join("x.md"), "hello\n").unwrap();
-    let mut fh = FileHistory::new(&f.layout, &f.cwd);
+    let mut fh = HistoryDriver::new(&f.layout, &f.cwd);
     let w = TranscriptWriter::for_session(&f.layout).unwrap();
     w.append(&fh.make_snapshot("u1").unwrap()).unwrap();
     w.append(&serde_json::json!({"type": "user", "uuid": "u1"}))
@@ -179,7 +184,7 @@ fn sp2_at_most_100_snapshots_are_kept() {
     let f = fixture();
     let a = f.cwd.join("a.txt");
     std::fs::write(&a, "0\n").unwrap();
-    let mut fh = FileHistory::new(&f.layout, &f.cwd);
+    let mut fh = HistoryDriver::new(&f.layout, &f.cwd);
     for n in 0..(MAX_SNAPSHOTS + 5) {
         fh.make_snapshot(&format!("u{n}")).unwrap();
         fh.track_edit(&a, "m").unwrap();
@@ -215,7 +220,7 @@ fn sp3_resumed_history_continues_versions_and_rewinds() {
     let f = fixture();
     let a = f.cwd.join("a.txt");
     std::fs::write(&a, "one\n").unwrap();
-    let mut fh = FileHistory::new(&f.layout, &f.cwd);
+    let mut fh = HistoryDriver::new(&f.layout, &f.cwd);
     fh.make_snapshot("u1").unwrap();
     fh.track_edit(&a, "m1").unwrap();
     std::fs::write(&a, "two\n").unwrap();
@@ -230,7 +235,7 @@ fn sp3_resumed_history_continues_versions_and_rewinds() {
         .get_mut("a.txt")
         .unwrap()
         .version = 7;
-    let mut resumed = FileHistory::resume(&f.layout, &f.cwd, snaps, Some(&newest));
+    let mut resumed = HistoryDriver::resume(&f.layout, &f.cwd, snaps, Some(&newest));
     let entry = resumed.make_snapshot("u3").unwrap();
     assert_eq!(
         snapshot_of(&entry).1.tracked_file_backups["a.txt"].version,
@@ -244,9 +249,12 @@ fn sp3_resumed_history_continues_versions_and_rewinds() {
 #[test]
 fn an_edit_before_any_prompt_is_refused() {
     let f = fixture();
-    let mut fh = FileHistory::new(&f.layout, &f.cwd);
+    let mut fh = HistoryDriver::new(&f.layout, &f.cwd);
     let err = fh.track_edit(Path::new("a.rs"), "m").unwrap_err();
-    assert!(matches!(err, FileHistoryError::NoSnapshot { .. }));
+    assert!(matches!(
+        err,
+        DriverError::Update(strata_state::FileHistoryUpdateError::NoSnapshot { .. })
+    ));
     assert!(err.to_string().contains("a.rs"));
 }
 
@@ -266,7 +274,7 @@ fn sp3_reference_session_snapshots_resume_with_continuing_versions() {
     let cwd = session.cwd().unwrap();
     let first_prompt = session.file_history[0].message_id.clone();
     let last = session.latest_snapshot.clone().unwrap();
-    let mut fh = FileHistory::resume(
+    let mut fh = HistoryDriver::resume(
         &layout,
         &cwd,
         session.file_history.iter().cloned(),

@@ -7,8 +7,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use strata_session::file_history::{ChangeKind, FileHistory, FileHistoryError};
+#[path = "support/file_history.rs"]
+mod support;
+
+use strata_session::file_history::{ChangeKind, FileHistoryError};
 use strata_session::layout::SessionLayout;
+use support::HistoryDriver;
 
 fn read(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok()
@@ -21,7 +25,7 @@ fn read(p: &Path) -> Option<String> {
 struct Session {
     _tmp: tempfile::TempDir,
     cwd: PathBuf,
-    fh: FileHistory,
+    fh: HistoryDriver,
 }
 
 fn session() -> Session {
@@ -37,7 +41,7 @@ fn session() -> Session {
     std::fs::write(&a, "one\ntwo\nthree\n").unwrap();
     std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o640)).unwrap();
     std::fs::write(&gone, "keep me\n").unwrap();
-    let mut fh = FileHistory::new(&layout, &cwd);
+    let mut fh = HistoryDriver::new(&layout, &cwd);
 
     fh.make_snapshot("u1").unwrap();
     fh.track_edit(&a, "m1").unwrap();
@@ -171,7 +175,7 @@ fn a_file_edited_through_a_symlink_is_restored_behind_the_link() {
     std::fs::write(&real, "before\n").unwrap();
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let layout = SessionLayout::new(&tmp.path().join("config"), &cwd, "s");
-    let mut fh = FileHistory::new(&layout, &cwd);
+    let mut fh = HistoryDriver::new(&layout, &cwd);
     fh.make_snapshot("u1").unwrap();
     fh.track_edit(&link, "m1").unwrap();
     std::fs::write(&link, "after\n").unwrap();

@@ -59,9 +59,9 @@ pub mod tasks;
 pub use app_state::*;
 pub use defaults::{PROMPT_SUGGESTION_SETTING, RuntimeFacts, default_app_state};
 pub use effects::{
-    EffectError, EffectsHub, MemoryGlobalConfig, Ports, RecordingCredentials, RecordingPorts,
-    RecordingRemote, RecordingSdk, RecordingSettings, SessionExternalMetadata,
-    SessionMetadataPatch, external_metadata_to_app_state,
+    EffectError, EffectsHub, FileHistoryPort, MemoryGlobalConfig, Ports, RecordingCredentials,
+    RecordingFileHistory, RecordingPorts, RecordingRemote, RecordingSdk, RecordingSettings,
+    SessionExternalMetadata, SessionMetadataPatch, external_metadata_to_app_state,
 };
 pub use root::{AppRoot, AppStore, RootError, SessionScope, current_app_store};
 pub use settings_sync::{apply_settings_change, disable_bypass_if_forbidden};

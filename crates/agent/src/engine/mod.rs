@@ -10,6 +10,7 @@
 //! without one, a call that would need a prompt is denied and reported.
 
 pub(crate) mod cost;
+pub(crate) mod file_history;
 mod live_settings;
 mod open;
 mod permission_updates;
@@ -29,7 +30,6 @@ use strata_config::GlobalConfigFile;
 use strata_protocol::message::Message;
 use strata_protocol::permission::PermissionMode;
 use strata_protocol::sdk::{InitMessage, PermissionResult, ResultMessage, SdkMessage};
-use strata_session::file_history::FileHistory;
 use strata_state::{AppRoot, AppState};
 use strata_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -155,7 +155,9 @@ pub(crate) struct Inner {
     /// each check (the store is the authority).
     pub(crate) permissions: Arc<live_settings::LivePermissions>,
     pub(crate) recorder: Arc<Recorder>,
-    pub(crate) file_history: Arc<Mutex<FileHistory>>,
+    /// File history's persistence port (the history itself is the app state's
+    /// `file_history` domain).
+    pub(crate) file_history: Arc<file_history::SessionFileHistory>,
     /// The uuid of the prompt being answered (file-history snapshots are per prompt).
     pub(crate) prompt_uuid: Arc<Mutex<String>>,
     pub(crate) events: Arc<dyn EventSink>,
@@ -293,9 +295,9 @@ impl Engine {
     /// Restores the files edited since user message `uuid` (control request
     /// `rewind_files`); the report as JSON (`filesChanged`, `insertions`, `deletions`).
     pub fn rewind_files(&self, uuid: &str, dry_run: bool) -> Result<Value, String> {
-        let report = lock(&self.inner.file_history)
-            .rewind(uuid, dry_run)
-            .map_err(|e| e.to_string())?;
+        let report =
+            file_history::rewind(&self.inner.store, &self.inner.file_history, uuid, dry_run)
+                .map_err(|e| e.to_string())?;
         Ok(serde_json::json!({
             "dryRun": report.dry_run,
             "filesChanged": report.files_changed(),

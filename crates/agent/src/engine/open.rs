@@ -8,7 +8,7 @@ use smol_str::SmolStr;
 use strata_config::{FlagSettings, GlobalConfigFile, SettingsFiles, SettingsLocations, paths};
 use strata_protocol::permission::PermissionMode;
 use strata_protocol::sdk::{SdkMessage, StatusMessage, SystemMessage};
-use strata_session::file_history::FileHistory;
+use strata_session::file_history::FileHistoryFiles;
 use strata_session::layout::SessionLayout;
 use strata_session::resume::{
     LoadedSession, ResumeError, fork, fork_to, latest_in_project, resolve,
@@ -166,6 +166,13 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         // Moved, not copied: a resumed conversation can be tens of megabytes.
         initial.messages = conversation.messages.into_iter().map(Arc::new).collect();
     }
+    if let Some(loaded) = &mut loaded {
+        // SP-3: the file-history domain is rebuilt from the live branch's snapshots.
+        initial.file_history = strata_state::FileHistory::resumed(
+            std::mem::take(&mut loaded.file_history),
+            loaded.latest_snapshot.as_ref(),
+        );
+    }
     let env = initial.runtime.env.clone();
     let ports = Ports::from_files(files.clone(), global.clone(), bootstrap, &initial.runtime);
     let root = SessionScope::global()
@@ -189,26 +196,22 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         git_branch(&cwd),
         loaded.as_ref().and_then(LoadedSession::leaf_uuid),
     ));
-    let file_history = match &mut loaded {
-        Some(loaded) => FileHistory::resume(
-            &layout,
-            &cwd,
-            std::mem::take(&mut loaded.file_history),
-            loaded.latest_snapshot.as_ref(),
-        ),
-        None => FileHistory::new(&layout, &cwd),
-    };
+    let file_history = Arc::new(super::file_history::SessionFileHistory::new(
+        FileHistoryFiles::new(&layout, &cwd),
+        Arc::clone(&recorder),
+    ));
+    root.store()
+        .effects()
+        .set_file_history(Some(Arc::clone(&file_history) as _));
     // Everything needed is taken from the loaded transcript; freeing its index and
     // buffers (large for a long session) happens beside the first request, not before.
     if let Some(loaded) = loaded.take() {
         std::thread::spawn(move || drop(loaded));
     }
-    let file_history = Arc::new(Mutex::new(file_history));
     let prompt_uuid = Arc::new(Mutex::new(String::new()));
     let store = root.store().store().clone();
     let hooks = SessionHooks {
         file_history: Arc::clone(&file_history),
-        recorder: Arc::clone(&recorder),
         layout: layout.clone(),
         store: store.clone(),
         prompt_uuid: Arc::clone(&prompt_uuid),

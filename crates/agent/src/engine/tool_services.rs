@@ -1,4 +1,5 @@
-//! [`SessionHooks`]: what tools reach of the session — file history before edits, the
+//! [`SessionHooks`]: what tools reach of the session — file history before edits (a
+//! store update of the app state's file-history domain), the
 //! side folder for large outputs, and the todo list in the app store.
 
 use crate::sync::lock;
@@ -7,13 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use smol_str::SmolStr;
-use strata_session::file_history::FileHistory;
 use strata_session::layout::SessionLayout;
 use strata_session::writer::tool_results::store_tool_output;
 use strata_state::{AppState, TodoItem, TodoStatus, Todos};
 use strata_store::Store;
 
-use super::record::Recorder;
+use super::file_history::{self, SessionFileHistory};
 use crate::tools::ToolHooks;
 
 /// The main agent's todo list key in [`Todos`].
@@ -21,8 +21,8 @@ pub(crate) const MAIN_AGENT: &str = "main";
 
 /// The real [`ToolHooks`] of a session.
 pub(crate) struct SessionHooks {
-    pub(crate) file_history: Arc<Mutex<FileHistory>>,
-    pub(crate) recorder: Arc<Recorder>,
+    /// File history's persistence port; the history is the store's.
+    pub(crate) file_history: Arc<SessionFileHistory>,
     pub(crate) layout: SessionLayout,
     pub(crate) store: Store<AppState>,
     /// The uuid of the user prompt the current turn answers: edits are tracked in its
@@ -32,16 +32,10 @@ pub(crate) struct SessionHooks {
 
 impl ToolHooks for SessionHooks {
     fn before_edit(&self, path: &Path) -> Result<(), String> {
+        // A store update; the hub writes the backup before this returns (see
+        // `engine::file_history`).
         let prompt = lock(&self.prompt_uuid).clone();
-        let entry = lock(&self.file_history)
-            .track_edit(path, &prompt)
-            .map_err(|e| format!("cannot back up {} before editing it: {e}", path.display()))?;
-        if let Some(entry) = entry {
-            self.recorder
-                .metadata(&entry)
-                .map_err(|e| format!("cannot record the backup of {}: {e}", path.display()))?;
-        }
-        Ok(())
+        file_history::before_edit(&self.store, &self.file_history, path, &prompt)
     }
 
     fn store_large_output(&self, tool_use_id: &str, content: &str) -> Result<PathBuf, String> {

@@ -424,18 +424,13 @@ fn record_interruption(inner: &Inner, unanswered: &[ToolUseBlock]) {
 /// Takes the file-history snapshot of a prompt (the state files return to when the user
 /// rewinds to it) and records it.
 fn snapshot_files(inner: &Inner, prompt_uuid: &str) {
-    let entry = lock(&inner.file_history).make_snapshot(prompt_uuid);
-    match entry {
-        Ok(entry) => {
-            if let Err(e) = inner.recorder.metadata(&entry) {
-                inner
-                    .bootstrap
-                    .log_error(format!("file-history snapshot not recorded: {e}"));
-            }
-        }
-        Err(e) => inner
+    // A store update; the effects hub persists it (backups, then the entry).
+    if let Err(e) =
+        crate::engine::file_history::snapshot_prompt(&inner.store, &inner.file_history, prompt_uuid)
+    {
+        inner
             .bootstrap
-            .log_error(format!("file-history snapshot failed: {e}")),
+            .log_error(format!("file-history snapshot failed: {e}"));
     }
 }
 

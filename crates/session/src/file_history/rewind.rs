@@ -96,7 +96,7 @@ pub(crate) fn targets<'a>(
 }
 
 /// Whether `name` is one plain file name (no separator, not `.` or `..`).
-fn is_plain_file_name(name: &str) -> bool {
+pub(crate) fn is_plain_file_name(name: &str) -> bool {
     let mut parts = Path::new(name).components();
     matches!(
         (parts.next(), parts.next()),

@@ -20,6 +20,7 @@
 //! abort, the environment overlay) sit apart in [`AppState::runtime`], which compares
 //! equal to every other runtime and is never serialized (AS-2).
 
+mod file_history;
 mod mcp;
 mod other;
 mod permissions;
@@ -34,14 +35,18 @@ use smol_str::SmolStr;
 use strata_protocol::message::Message;
 use strata_protocol::settings::Settings;
 
+pub use file_history::{
+    BackupNamer, FileHistory, FileHistoryChange, FileHistoryUpdateError, InspectedFile,
+    MAX_FILE_HISTORY_SNAPSHOTS, PendingBackup, update_file_history,
+};
 pub use mcp::{
     LoadedPlugin, McpCapabilities, McpClient, McpCommand, McpConfigScope, McpConnectionStatus,
     McpResource, McpServerInfo, McpState, McpTool, McpTransport, PluginCommand, PluginError,
     PluginsState,
 };
 pub use other::{
-    Attribution, FileAttribution, FileBaseline, FileHistory, Inbox, InboxMessage, InboxStatus,
-    StandaloneAgent, TeamContext, Teammate, TodoItem, TodoStatus, Todos,
+    Attribution, FileAttribution, FileBaseline, Inbox, InboxMessage, InboxStatus, StandaloneAgent,
+    TeamContext, Teammate, TodoItem, TodoStatus, Todos,
 };
 pub use permissions::{
     DenialTracking, MAX_CONSECUTIVE_DENIALS, MAX_TOTAL_DENIALS, PermissionRule, RuleSource,
@@ -134,7 +139,8 @@ pub struct AppState {
     pub prompt_suggestion: PromptSuggestion,
 
     // ---- others ----
-    /// Pre-edit file backups for rewind.
+    /// Pre-edit file backups for rewind: the only copy of the session's file history;
+    /// its changes are persisted by the effects hub.
     pub file_history: FileHistory,
     /// What the agent contributed to each file.
     pub attribution: Attribution,

@@ -1,8 +1,6 @@
-//! The remaining domains of AS-1: file history, attribution, todos, the team inbox and
-//! the team context.
+//! The remaining domains of AS-1: attribution, todos, the team inbox and the team
+//! context. (File history has its own module, `file_history`, as it has updaters.)
 //!
-//! - File history is rebuilt from the transcript's `file-history-snapshot` entries on
-//!   resume (SP-3) and extended by the edit tools; rewind reads it.
 //! - Attribution tracks how much of each file the agent wrote, for commit trailers.
 //! - Todos are the model's task lists (the todo tool), per agent.
 //! - The inbox and team context belong to agent teams (a leader and its teammates).
@@ -13,18 +11,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use smol_str::SmolStr;
-use strata_protocol::transcript::FileHistorySnapshot;
-
-/// Pre-edit backups of files, one snapshot per user message, for rewind.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct FileHistory {
-    /// Snapshots in message order.
-    pub snapshots: imbl::Vector<Arc<FileHistorySnapshot>>,
-    /// Every file that has a backup in this session.
-    pub tracked_files: imbl::OrdSet<Arc<Path>>,
-    /// Counts snapshots taken, for naming and ordering.
-    pub snapshot_sequence: u64,
-}
 
 /// What the agent contributed to each file, for attribution in commits.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -7,7 +7,9 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use indexmap::IndexMap;
 
-use super::ports::{EffectError, Ports, RemoteMetadataPort, SdkStatusPort, SessionMetadataPatch};
+use super::ports::{
+    EffectError, FileHistoryPort, Ports, RemoteMetadataPort, SdkStatusPort, SessionMetadataPatch,
+};
 use crate::app_state::AppState;
 
 /// The one place app-state changes reach the outside world.
@@ -31,6 +33,7 @@ pub struct EffectsHub {
     // Attached and detached while the session runs; read only when the mode changed.
     remote: RwLock<Option<Arc<dyn RemoteMetadataPort>>>,
     sdk: RwLock<Option<Arc<dyn SdkStatusPort>>>,
+    file_history: RwLock<Option<Arc<dyn FileHistoryPort>>>,
     invocations: AtomicU64,
     failures: AtomicU64,
 }
@@ -41,6 +44,7 @@ impl EffectsHub {
         Self {
             remote: RwLock::new(ports.remote.clone()),
             sdk: RwLock::new(ports.sdk.clone()),
+            file_history: RwLock::new(ports.file_history.clone()),
             ports,
             invocations: AtomicU64::new(0),
             failures: AtomicU64::new(0),
@@ -56,6 +60,16 @@ impl EffectsHub {
     /// Attaches (or detaches) the SDK status stream port.
     pub fn set_sdk_stream(&self, sdk: Option<Arc<dyn SdkStatusPort>>) {
         *self.sdk.write().unwrap_or_else(PoisonError::into_inner) = sdk;
+    }
+
+    /// Attaches (or detaches) the file-history persistence port. Without one, file
+    /// history changes are not persisted (and an edit tool waiting for its backup
+    /// refuses to write).
+    pub fn set_file_history(&self, port: Option<Arc<dyn FileHistoryPort>>) {
+        *self
+            .file_history
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = port;
     }
 
     /// How many commits the hub has seen (one per commit, AS-3).
@@ -92,6 +106,32 @@ impl EffectsHub {
         self.expanded_view(new, old);
         self.verbose(new, old);
         self.settings(new, old);
+        self.file_history(new, old);
+    }
+
+    /// File history (SP-2): a new change of the domain (a new `Arc` in `last_change`) is
+    /// persisted once — its backups, then its transcript entry. A pointer comparison: O(1)
+    /// on every other commit. A withdrawn change (`None`) persists nothing.
+    fn file_history(&self, new: &AppState, old: &AppState) {
+        let Some(change) = &new.file_history.last_change else {
+            return;
+        };
+        if old
+            .file_history
+            .last_change
+            .as_ref()
+            .is_some_and(|o| Arc::ptr_eq(o, change))
+        {
+            return;
+        }
+        let port = self
+            .file_history
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(port) = port {
+            self.run("file history", || port.persist(change));
+        }
     }
 
     /// FX-1: externalise both modes; tell the remote only when the externalised mode

@@ -1,6 +1,7 @@
 //! The central change-effects hub (FX-1 … FX-7) and its ports.
 //!
-//! App-state changes reach the outside world in exactly one place: the root store's
+//! App-state changes (the permission mode, the model, the view flags, settings, and the
+//! file history's backups and snapshot entries) reach the outside world in exactly one place: the root store's
 //! change hook, [`EffectsHub::on_change`]. The reference agent learned why the hard way:
 //! the permission mode had eight mutation paths and only two told the remote session, so
 //! its web view drifted from the terminal. Here a path cannot forget an effect, because
@@ -23,11 +24,11 @@ pub mod recording;
 pub use hub::EffectsHub;
 pub use metadata::external_metadata_to_app_state;
 pub use ports::{
-    BootstrapPort, CredentialCachePort, EffectError, EnvironmentPort, GlobalConfigPort, Ports,
-    RemoteMetadataPort, SdkStatusPort, SessionExternalMetadata, SessionMetadataPatch,
-    SettingsWriter,
+    BootstrapPort, CredentialCachePort, EffectError, EnvironmentPort, FileHistoryPort,
+    GlobalConfigPort, Ports, RemoteMetadataPort, SdkStatusPort, SessionExternalMetadata,
+    SessionMetadataPatch, SettingsWriter,
 };
 pub use recording::{
-    MemoryGlobalConfig, RecordingCredentials, RecordingPorts, RecordingRemote, RecordingSdk,
-    RecordingSettings,
+    MemoryGlobalConfig, RecordingCredentials, RecordingFileHistory, RecordingPorts,
+    RecordingRemote, RecordingSdk, RecordingSettings,
 };

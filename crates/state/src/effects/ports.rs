@@ -15,7 +15,7 @@ use strata_config::{ConfigError, GlobalConfigFile, SettingsFiles};
 use strata_protocol::global_config::GlobalConfig;
 use strata_protocol::permission::{ExternalPermissionMode, PermissionMode};
 
-use crate::app_state::Runtime;
+use crate::app_state::{FileHistoryChange, Runtime};
 
 /// Why a port could not do what an effect asked.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +58,20 @@ pub trait RemoteMetadataPort: Send + Sync {
 pub trait SdkStatusPort: Send + Sync {
     /// Reports the new raw permission mode (the stream does its own filtering).
     fn permission_mode_changed(&self, mode: PermissionMode) -> Result<(), EffectError>;
+}
+
+/// File history (SP-2): where a change of the app state's file-history domain is
+/// persisted — the session layer writes the backup files, then appends the
+/// `file-history-snapshot` entry to the transcript.
+///
+/// Called inside the commit's delivery, so for a writer outside store callbacks it has
+/// finished when the writer's `set` returns (store contract, rule 5): the edit tools
+/// rely on that to have the backup on disk before they overwrite the file. A port must
+/// therefore be synchronous and must not update the store.
+pub trait FileHistoryPort: Send + Sync {
+    /// Writes `change.backups`, then its entry. A failed backup must leave the entry
+    /// unwritten (a transcript must not name a backup that does not exist).
+    fn persist(&self, change: &FileHistoryChange) -> Result<(), EffectError>;
 }
 
 /// FX-5: caches of credentials derived from settings (API key helper output, cloud
@@ -169,6 +183,10 @@ pub struct Ports {
     pub credentials: Arc<dyn CredentialCachePort>,
     /// FX-5's environment.
     pub environment: Arc<dyn EnvironmentPort>,
+    /// File history's persistence (backups and snapshot entries); `None` until the
+    /// session's transcript exists (attach it with
+    /// [`EffectsHub::set_file_history`](super::EffectsHub::set_file_history)).
+    pub file_history: Option<Arc<dyn FileHistoryPort>>,
 }
 
 impl Ports {
@@ -176,7 +194,8 @@ impl Ports {
     /// `strata-config` (locked, atomic, order-keeping writes), the bootstrap state
     /// (`strata_bootstrap::global()` in the program, an `Arc<Bootstrap>` in tests), and the runtime's credential-cache registry and environment overlay (the
     /// runtime of the state the store will hold, so spawners see what FX-5 applies).
-    /// No remote session and no SDK stream: attach those when they exist.
+    /// No remote session, no SDK stream and no file-history persistence: attach those
+    /// when they exist (the last needs the session's transcript).
     ///
     /// ```
     /// use strata_config::{GlobalConfigFile, SettingsFiles, SettingsLocations};
@@ -210,6 +229,7 @@ impl Ports {
             sdk: None,
             credentials: Arc::new(runtime.credentials.clone()),
             environment: Arc::new(runtime.env.clone()),
+            file_history: None,
         }
     }
 }

@@ -14,10 +14,10 @@ use strata_protocol::global_config::GlobalConfig;
 use strata_protocol::permission::PermissionMode;
 
 use super::ports::{
-    CredentialCachePort, EffectError, GlobalConfigPort, Ports, RemoteMetadataPort, SdkStatusPort,
-    SessionExternalMetadata, SessionMetadataPatch, SettingsWriter,
+    CredentialCachePort, EffectError, FileHistoryPort, GlobalConfigPort, Ports, RemoteMetadataPort,
+    SdkStatusPort, SessionExternalMetadata, SessionMetadataPatch, SettingsWriter,
 };
-use crate::app_state::Runtime;
+use crate::app_state::{FileHistoryChange, Runtime};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -205,6 +205,33 @@ impl CredentialCachePort for RecordingCredentials {
     }
 }
 
+/// Records every file-history change the hub asked to persist.
+#[derive(Debug, Default)]
+pub struct RecordingFileHistory {
+    changes: Mutex<Vec<Arc<FileHistoryChange>>>,
+    failing: AtomicBool,
+}
+
+impl RecordingFileHistory {
+    /// Every change persisted, in order.
+    pub fn changes(&self) -> Vec<Arc<FileHistoryChange>> {
+        lock(&self.changes).clone()
+    }
+
+    /// Makes every later call fail (or succeed again).
+    pub fn set_failing(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+}
+
+impl FileHistoryPort for RecordingFileHistory {
+    fn persist(&self, change: &FileHistoryChange) -> Result<(), EffectError> {
+        check(&self.failing, "file history")?;
+        lock(&self.changes).push(Arc::new(change.clone()));
+        Ok(())
+    }
+}
+
 /// One of each recording port, plus a private bootstrap instance.
 #[derive(Clone, Debug)]
 pub struct RecordingPorts {
@@ -218,6 +245,8 @@ pub struct RecordingPorts {
     pub sdk: Arc<RecordingSdk>,
     /// FX-5's credential caches.
     pub credentials: Arc<RecordingCredentials>,
+    /// File history's persistence.
+    pub file_history: Arc<RecordingFileHistory>,
     /// A private bootstrap state (FX-2's mirror, the error log).
     pub bootstrap: Arc<Bootstrap>,
 }
@@ -230,6 +259,7 @@ impl Default for RecordingPorts {
             remote: Arc::default(),
             sdk: Arc::default(),
             credentials: Arc::default(),
+            file_history: Arc::default(),
             bootstrap: Arc::new(Bootstrap::new(std::path::Path::new("/"))),
         }
     }
@@ -257,6 +287,7 @@ impl RecordingPorts {
             sdk: Some(self.sdk.clone()),
             credentials: self.credentials.clone(),
             environment: Arc::new(runtime.env.clone()),
+            file_history: Some(self.file_history.clone()),
         }
     }
 }

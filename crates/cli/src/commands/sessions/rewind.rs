@@ -23,7 +23,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use clap::Args;
 use strata_config::paths;
-use strata_session::file_history::{ChangeKind, FileHistory, RewindReport};
+use strata_session::file_history::{ChangeKind, FileHistoryFiles, RewindReport};
 use strata_session::layout::SessionLayout;
 use strata_session::resume::{self, LoadedSession};
 
@@ -62,13 +62,16 @@ pub(crate) fn run(args: RewindArgs) -> anyhow::Result<()> {
     let layout = SessionLayout::from_transcript_path(&config_dir, &path).ok_or_else(|| {
         Failure::failed(format!("{} is not a transcript file path", path.display()))
     })?;
-    let history = FileHistory::resume(
-        &layout,
-        session_cwd,
+    // A closed session: its file history is rebuilt from the transcript into the app
+    // state's domain type (the same rules as a resume, the 100-snapshot cap included).
+    let history = strata_state::FileHistory::resumed(
         session.file_history.iter().cloned(),
         session.latest_snapshot.as_ref(),
     );
-    let report = history.rewind(&args.to, args.dry_run).map_err(|e| {
+    let files = FileHistoryFiles::new(&layout, session_cwd);
+    let snapshots = history.snapshots.iter().map(|s| &**s);
+    let rewound = files.rewind(snapshots, history.snapshots_dropped, &args.to, args.dry_run);
+    let report = rewound.map_err(|e| {
         Failure::failed(format!("session {}: {}", session.session_id, one_line(&e)))
     })?;
     crate::commands::output::print(&render(&session.session_id, &report))?;
