@@ -26,9 +26,11 @@
 //! classify ends up unknown or in a word no rule matches, so a gap costs a prompt or
 //! a denial, not an allow.
 
+mod options;
 mod runners;
+pub mod writes;
 
-use super::shell::{SimpleCommand, split_command};
+use super::shell::{Redirect, SimpleCommand, split_command};
 use super::wrappers::{self, WrapError};
 
 /// How deep strings run by other commands (`bash -c "eval 'sh -c …'"`) are followed;
@@ -112,6 +114,9 @@ pub struct Analysis {
     pub runs: Vec<Run>,
     /// Commands whose program is only known when they run.
     pub unknown: Vec<Unknown>,
+    /// The output redirections of every simple command read (on the line and in the
+    /// strings it runs), with the part each belongs to.
+    pub redirects: Vec<(usize, Redirect)>,
 }
 
 /// One command that runs.
@@ -135,6 +140,12 @@ pub struct Run {
     /// Another spelling of the run before it (`git -C x push` as `git push`), for deny
     /// and ask rules only: an allow rule must match what was written.
     pub view: bool,
+    /// Whether more arguments are added when it runs (`xargs CMD`): its operands are
+    /// not all on the line.
+    pub appended: bool,
+    /// A string replaced by other words when it runs (`{}` of `find -exec`, `xargs
+    /// -I`): a word holding it is only known then.
+    pub placeholder: Option<String>,
 }
 
 impl Run {
@@ -217,6 +228,8 @@ impl Analysis {
         let argv = part.argv();
         let dynamic = part.dynamic.get(part.assignments..).unwrap_or(&[]);
         self.assignments(&part.words[..part.assignments.min(part.words.len())]);
+        self.redirects
+            .extend(part.redirects.iter().map(|r| (cx.part, r.clone())));
         self.command(argv, dynamic, part.text.clone(), part.writes_file, cx);
     }
 
@@ -276,6 +289,8 @@ impl Analysis {
             nested: cx.nested,
             runs_others: false,
             view: false,
+            appended: cx.appended,
+            placeholder: cx.placeholder.clone(),
         });
         let placeholder = cx
             .placeholder
