@@ -16,7 +16,8 @@
 //!   `--log-file`, …), `dd of=`, `sed -i` and `perl -i` (the files edited in place),
 //!   `truncate`, `touch`, `mkdir`, `chmod`/`chown`/`chgrp` (the files after the mode or
 //!   owner), `rm`/`unlink`/`rmdir`/`shred` (removing a settings file drops its deny
-//!   rules), `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P` (and the name `wget`
+//!   rules; only the names on the line are judged, so `find … -exec rm {} +` and
+//!   `xargs rm` are not unknown), `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P` (and the name `wget`
 //!   or `curl -O` takes from the URL).
 //!
 //! Relative paths are relative to the working directory of the call, or to any
@@ -274,14 +275,19 @@ impl Collector {
             .skip(1)
             .zip(args)
             .any(|(d, a)| *d || placeholder.is_some_and(|p| a.contains(p)));
-        if dynamic {
+        // Removing files is judged by the names on the line only: `find … -exec rm {}
+        // +` and `xargs rm` are everyday commands, and a removal grants nothing but the
+        // loss of a settings file's rules, which a named path already covers.
+        let removes = matches!(name.as_str(), "rm" | "unlink" | "rmdir" | "shred");
+        if dynamic && !removes {
+            // The words that are known are still judged below (`find -exec cp {}
+            // .git/hooks/x` names its destination).
             self.unknown(format!(
                 "an argument of {by} is only known when it runs, so which files it writes \
                  is unknown"
             ));
-            return;
         }
-        if run.appended {
+        if run.appended && !removes {
             self.unknown(format!(
                 "{by} is given more arguments from input (`xargs`), so which files it \
                  writes is unknown"
@@ -655,6 +661,12 @@ mod tests {
         assert!(unknown("cp $A b"));
         assert!(unknown("ls | xargs touch"));
         assert!(unknown("find . -exec cp x {} \\;"));
+        assert_eq!(
+            paths("find . -name x -exec cp {} .git/hooks/pre-commit \\;"),
+            [".git/hooks/pre-commit", ".git/hooks/pre-commit/{}"]
+        );
+        assert!(!unknown("find . -name '*.o' -exec rm {} +"));
+        assert!(!unknown("ls | xargs rm"));
         assert!(!unknown("find . -name '*.o' -exec cat {} \\;"));
         assert!(unknown("echo x >"));
     }
