@@ -63,6 +63,10 @@ const PROTECTED: &[&str] = &[
     "ln -s ../../evil .git/hooks/pre-commit",
     "ln -sf /tmp/evil ~/.zshrc",
     "ln -s /tmp/evil/.bashrc ~",
+    "ln -s ../.git/hooks h && tee h/pre-commit",
+    "sort -u -o ~/.bashrc x",
+    "uniq x .mcp.json",
+    "gawk -i inplace '{print}' .git/config",
     "sed -i 's/a/b/' ~/.bashrc",
     "sed -i.bak -e 's/deny/x/' .strata/settings.json",
     "sed -Ei 's/x/y/' .git/config",
@@ -159,6 +163,10 @@ const HARMLESS: &[&str] = &[
     "find . -name '*.o' -exec rm {} +",
     "git status > status.txt",
     "sed 's/a/b/' ~/.bashrc",
+    "sed -n \"${N}p\" notes.txt > line.txt",
+    "sort \"$F\" > sorted.txt",
+    "awk -v n=\"$N\" '{print n}' data.txt > out.txt",
+    "uniq -c a.txt counts.txt",
 ];
 
 /// Reading protected paths is not writing them: allowed in every mode, plan included.
@@ -379,4 +387,18 @@ fn absolute_targets_in_the_config_dir_and_home_ask() {
     let outside = e.home.join("notes.txt");
     let cmd = format!("echo x > '{}'", outside.display());
     assert!(c.check(&Bash, &bash(&cmd), &e.root).is_allow());
+}
+
+/// Plan mode allows only read-only commands (here with Bash allowed); `uniq IN OUT`
+/// writes OUT, so it is not one (found by the write analysis, which the read-only check
+/// now consults).
+#[test]
+fn plan_mode_uniq_with_an_output_file_is_not_read_only() {
+    let e = setup();
+    let c = context(&e, Plan, &["Bash"], &[]);
+    assert!(c.check(&Bash, &bash("uniq a.txt"), &e.root).is_allow());
+    for cmd in ["uniq a.txt b.txt", "uniq -c a.txt .mcp.json"] {
+        let got = c.check(&Bash, &bash(cmd), &e.root);
+        assert_eq!(want(&got), Want::Deny, "{cmd}: {got:?}");
+    }
 }

@@ -267,6 +267,14 @@ impl PermissionContext {
             .map(|what| (resolved.lexical, what))
     }
 
+    /// Whether the command `line` (run in `cwd`) writes a protected path: it asks
+    /// whatever rule there is, so no suggested rule would spare the next prompt.
+    pub(crate) fn bash_writes_protected(&self, line: &str, cwd: &Path) -> bool {
+        self.bash_writes(&CommandLine::new(line), cwd)
+            .protected
+            .is_some()
+    }
+
     /// What the command `line` writes (relative paths against `cwd`) that is protected
     /// or only known when it runs.
     fn bash_writes(&self, line: &CommandLine, cwd: &Path) -> BashWrites {

@@ -725,6 +725,37 @@ mod tests {
     }
 
     #[test]
+    fn redirection_targets_are_kept() {
+        let targets = |line: &str| -> Vec<(String, bool)> {
+            split_command(line)
+                .iter()
+                .flat_map(|c| c.redirects.iter().map(|r| (r.target.clone(), r.dynamic)))
+                .collect()
+        };
+        let known = |t: &str| (t.to_owned(), false);
+        assert_eq!(
+            targets("echo a > 'x y' 2>>e &>f >&g 2>&1 >/dev/null <in"),
+            [known("x y"), known("e"), known("f"), known("g")]
+        );
+        assert_eq!(targets("exec 3<> .git/config"), [known(".git/config")]);
+        assert_eq!(targets("{ echo a; } > .bashrc"), [known(".bashrc")]);
+        assert_eq!(targets("(echo a) >| out"), [known("out")]);
+        assert_eq!(targets("echo $(echo a > in) b"), [known("in")]);
+        assert_eq!(
+            targets("echo a > \"$F\" > $(f) >&$FD"),
+            [
+                ("$F".to_owned(), true),
+                ("$(f)".to_owned(), true),
+                ("$FD".to_owned(), true)
+            ]
+        );
+        assert_eq!(targets("echo a >"), [(String::new(), true)]);
+        for c in split_command("a > x; b 2>&1; c >> y | d") {
+            assert_eq!(c.writes_file, !c.redirects.is_empty(), "{c:?}");
+        }
+    }
+
+    #[test]
     fn heredoc_bodies_are_not_commands() {
         let t = texts("cat <<'EOF' > f.txt\nrm -rf /\nEOF\necho done");
         assert_eq!(t.len(), 2, "{t:?}");

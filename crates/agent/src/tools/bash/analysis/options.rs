@@ -301,3 +301,41 @@ pub(super) const WGET_WRITES: &[&str] = &[
     "--append-output",
     "--save-cookies",
 ];
+
+pub(super) const SORT: Syntax = Syntax {
+    short_value: "okStT",
+    long_value: &[
+        "output",
+        "key",
+        "field-separator",
+        "buffer-size",
+        "temporary-directory",
+        "parallel",
+        "batch-size",
+        "compress-program",
+        "files0-from",
+        "sort",
+    ],
+};
+pub(super) const UNIQ: Syntax = Syntax {
+    short_value: "fsw",
+    long_value: &[
+        "skip-fields",
+        "skip-chars",
+        "check-chars",
+        "all-repeated",
+        "group",
+    ],
+};
+pub(super) const AWK: Syntax = Syntax {
+    short_value: "FvfiElW",
+    long_value: &[
+        "field-separator",
+        "assign",
+        "file",
+        "include",
+        "exec",
+        "load",
+        "source",
+    ],
+};

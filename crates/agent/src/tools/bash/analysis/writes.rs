@@ -17,7 +17,7 @@
 //!   `truncate`, `touch`, `mkdir`, `chmod`/`chown`/`chgrp` (the files after the mode or
 //!   owner), `rm`/`unlink`/`rmdir`/`shred` (removing a settings file drops its deny
 //!   rules; only the names on the line are judged, so `find … -exec rm {} +` and
-//!   `xargs rm` are not unknown), `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P` (and the name `wget`
+//!   `xargs rm` are not unknown), `sort -o`, `uniq IN OUT`, `gawk -i inplace`, `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P` (and the name `wget`
 //!   or `curl -O` takes from the URL).
 //!
 //! Relative paths are relative to the working directory of the call, or to any
@@ -44,8 +44,8 @@
 //! were a directory, so it asks even when the destination is a file.
 
 use super::options::{
-    CHOWN, CP, CURL, CURL_WRITES, INSTALL, MKDIR, NO_VALUES, RSYNC, RSYNC_WRITES, SED, SHRED,
-    TOUCH, TRUNCATE, WGET, WGET_WRITES, parse,
+    AWK, CHOWN, CP, CURL, CURL_WRITES, INSTALL, MKDIR, NO_VALUES, RSYNC, RSYNC_WRITES, SED, SHRED,
+    SORT, TOUCH, TRUNCATE, UNIQ, WGET, WGET_WRITES, parse,
 };
 use super::{Analysis, Run};
 
@@ -102,6 +102,7 @@ pub fn writes(analysis: &Analysis) -> Writes {
     let mut w = Collector {
         out: Writes::default(),
         dirs: Dirs::Known(vec![String::new()]),
+        pushed: 0,
     };
     // Every `cd` of the line first: any of them may have run before any write (an
     // over-approximation of the order, which `&&`, `||` and loops make hard to know).
@@ -161,6 +162,8 @@ fn short_cluster_has(arg: &str, c: char) -> bool {
 struct Collector {
     out: Writes,
     dirs: Dirs,
+    /// How many targets were found so far (repeats included).
+    pushed: usize,
 }
 
 /// The file a download takes its name from: the URL's last path segment.
@@ -208,6 +211,7 @@ impl Collector {
     }
 
     fn push(&mut self, path: String, by: &str) {
+        self.pushed += 1;
         let t = WriteTarget {
             path,
             by: by.to_owned(),
@@ -231,6 +235,10 @@ impl Collector {
             .find(|a| !(a.starts_with('-') && a.len() > 1) || a.starts_with("-/"));
         let why = if dynamic {
             Some("`cd` to a directory only known when it runs")
+        } else if name.as_deref() == Some("pushd")
+            && operand.is_some_and(|d| d.starts_with('+') || d.starts_with('-'))
+        {
+            Some("a `pushd` that rotates the directory stack")
         } else if name.as_deref() == Some("popd") || operand.is_some_and(|d| d == "-") {
             Some("a `popd` or `cd -` back to an earlier directory")
         } else if operand.is_some_and(|d| d.starts_with('~') && !(d == "~" || d.starts_with("~/")))
@@ -275,32 +283,42 @@ impl Collector {
             .skip(1)
             .zip(args)
             .any(|(d, a)| *d || placeholder.is_some_and(|p| a.contains(p)));
+        let before = self.pushed;
+        self.operands(&name, args, &by);
         // Removing files is judged by the names on the line only: `find … -exec rm {}
         // +` and `xargs rm` are everyday commands, and a removal grants nothing but the
-        // loss of a settings file's rules, which a named path already covers.
+        // loss of a settings file's rules, which a named path already covers. Programs
+        // that write only when an option says so (`sed -i`, `sort -o`, …) are unknown
+        // only when they do (`sed "s/$A/b/" f` writes nothing).
         let removes = matches!(name.as_str(), "rm" | "unlink" | "rmdir" | "shred");
-        if dynamic && !removes {
-            // The words that are known are still judged below (`find -exec cp {}
+        let writes = !OPTION_GATED.contains(&name.as_str()) || self.pushed > before;
+        if dynamic && writes && !removes {
+            // The words that are known were still judged (`find -exec cp {}
             // .git/hooks/x` names its destination).
             self.unknown(format!(
                 "an argument of {by} is only known when it runs, so which files it writes \
                  is unknown"
             ));
         }
-        if run.appended && !removes {
+        if run.appended && writes && !removes {
             self.unknown(format!(
                 "{by} is given more arguments from input (`xargs`), so which files it \
                  writes is unknown"
             ));
         }
-        match name.as_str() {
+    }
+
+    /// The files program `name` writes by its arguments `args`.
+    fn operands(&mut self, name: &str, args: &[String], by: &str) {
+        let by = by.to_owned();
+        match name {
             "tee" => {
                 let p = parse(args, &NO_VALUES);
                 for f in p.operands {
                     self.target(f, &by);
                 }
             }
-            "cp" | "mv" | "ln" | "install" | "ginstall" => self.copy(&name, args, &by),
+            "cp" | "mv" | "ln" | "install" | "ginstall" => self.copy(name, args, &by),
             "rsync" => {
                 let p = parse(args, &RSYNC);
                 for (opt, v) in &p.values {
@@ -315,6 +333,19 @@ impl Collector {
                     self.copied_to(dest, sources, &by);
                 }
             }
+            "sort" => {
+                let p = parse(args, &SORT);
+                if let Some(out) = p.value(&["-o", "--output"]) {
+                    self.target(out, &by);
+                }
+            }
+            // `uniq IN OUT` writes OUT.
+            "uniq" => {
+                if let [_, out, ..] = parse(args, &UNIQ).operands.as_slice() {
+                    self.target(out, &by);
+                }
+            }
+            "awk" | "gawk" => self.awk(args, &by),
             "dd" => {
                 for a in args {
                     if let Some(of) = a.strip_prefix("of=") {
@@ -325,7 +356,7 @@ impl Collector {
             "sed" | "gsed" => self.sed(args, &by),
             "perl" => self.perl(args, &by),
             "touch" | "truncate" | "mkdir" | "rm" | "unlink" | "rmdir" | "shred" => {
-                let syntax = match name.as_str() {
+                let syntax = match name {
                     "touch" => &TOUCH,
                     "truncate" => &TRUNCATE,
                     "mkdir" => &MKDIR,
@@ -425,6 +456,18 @@ impl Collector {
             return;
         }
         let target_dir = p.value(&["-t", "--target-directory"]);
+        if name == "ln" {
+            // A link to a protected path is another name for it, which a later write
+            // on the same line would go through unseen (`ln -s .git/hooks h; tee
+            // h/pre-commit`).
+            let sources = match (target_dir, p.operands.len()) {
+                (Some(_), n) => n,
+                (None, n) => n.saturating_sub(1).max(1),
+            };
+            for source in p.operands.iter().take(sources) {
+                self.target(source, by);
+            }
+        }
         if name == "mv" {
             // Moving a file away changes its old path too (a settings file moved
             // away takes its deny rules with it).
@@ -517,6 +560,25 @@ impl Collector {
         }
     }
 
+    /// `gawk -i inplace`: the files after the program text.
+    fn awk(&mut self, args: &[String], by: &str) {
+        let p = parse(args, &AWK);
+        let in_place = p
+            .values
+            .iter()
+            .any(|(o, v)| matches!(o.as_str(), "-i" | "--include") && v.starts_with("inplace"));
+        if !in_place {
+            return;
+        }
+        let program_given = p.value(&["-f", "--file", "-e", "--source"]).is_some();
+        for f in p.operands.iter().skip(usize::from(!program_given)) {
+            // `var=value` operands are assignments, not files.
+            if !super::super::shell::is_assignment(f) {
+                self.target(f, by);
+            }
+        }
+    }
+
     /// `perl -i`: the files after the code (`-e`) or the script.
     fn perl(&mut self, args: &[String], by: &str) {
         let mut in_place = false;
@@ -564,7 +626,12 @@ impl Collector {
 const WRITERS: &[&str] = &[
     "tee", "cp", "mv", "ln", "install", "ginstall", "rsync", "dd", "sed", "gsed", "perl", "touch",
     "truncate", "mkdir", "rm", "unlink", "rmdir", "shred", "chmod", "chown", "chgrp", "curl",
-    "wget",
+    "wget", "sort", "uniq", "awk", "gawk",
+];
+
+/// Of [`WRITERS`], those that write only when an option or operand says so.
+const OPTION_GATED: &[&str] = &[
+    "sed", "gsed", "perl", "awk", "gawk", "sort", "uniq", "dd", "curl",
 ];
 
 /// `host:path`, `user@host:path`, `rsync://…`: not a local file.
@@ -615,7 +682,15 @@ mod tests {
         assert_eq!(paths("cp --target=d a"), ["d", "d/a"]);
         assert_eq!(paths("cp -T a b"), ["b"]);
         assert_eq!(paths("mv a b"), ["a", "b", "b/a"]);
-        assert_eq!(paths("ln -s /x/.bashrc"), [".bashrc"]);
+        assert_eq!(paths("ln -s /x/.bashrc"), ["/x/.bashrc", ".bashrc"]);
+        assert_eq!(
+            paths("ln -s ../.git/hooks h"),
+            ["../.git/hooks", "h", "h/hooks"]
+        );
+        assert_eq!(paths("sort -u -o .bashrc x"), [".bashrc"]);
+        assert_eq!(paths("uniq -c a b"), ["b"]);
+        assert_eq!(paths("gawk -i inplace '{print}' a v=1"), ["a"]);
+        assert!(paths("awk '{print}' a").is_empty());
         assert_eq!(
             paths("install -m 755 x .git/hooks/"),
             [".git/hooks/", ".git/hooks/x"]
@@ -659,6 +734,11 @@ mod tests {
     #[test]
     fn arguments_known_only_when_run_make_targets_unknown() {
         assert!(unknown("cp $A b"));
+        assert!(unknown("sed -i \"s/$A/b/\" f"));
+        assert!(!unknown("sed -n \"${N}p\" f"));
+        assert!(!unknown("awk -v n=\"$N\" '{print n}' f"));
+        assert!(!unknown("sort \"$F\""));
+        assert!(unknown("sort -o \"$F\" x"));
         assert!(unknown("ls | xargs touch"));
         assert!(unknown("find . -exec cp x {} \\;"));
         assert_eq!(
