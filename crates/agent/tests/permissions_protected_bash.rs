@@ -89,6 +89,10 @@ const PROTECTED: &[&str] = &[
     "curl -O http://127.0.0.1:9/x/.bashrc --output-dir ~",
     "wget -O ~/.bashrc http://127.0.0.1:9/x",
     "wget -P .git/hooks http://127.0.0.1:9/pre-commit",
+    "find . -name x -fprint .git/hooks/pre-commit",
+    "tar -xzf payload.tgz -C .git/hooks",
+    "tar czf ~/.bashrc src",
+    "unzip -o payload.zip -d .strata",
     // Behind wrappers, shells and runners.
     "timeout 5 tee .git/hooks/pre-commit",
     "sudo tee -a .git/config",
@@ -132,6 +136,8 @@ const UNKNOWN: &[&str] = &[
     "find . -type d -execdir touch x \\;",
     "bash -c 'echo x > \"$1\"' _ .mcp.json",
     "echo x >",
+    "tar xf payload.tgz",
+    "unzip payload.zip",
 ];
 
 /// Ordinary writes inside the project: allowed by `Bash` as before (denied in plan
@@ -167,6 +173,10 @@ const HARMLESS: &[&str] = &[
     "sort \"$F\" > sorted.txt",
     "awk -v n=\"$N\" '{print n}' data.txt > out.txt",
     "uniq -c a.txt counts.txt",
+    "tar czf dist.tgz src",
+    "tar -xzf vendor.tgz -C vendor",
+    "unzip -q a.zip -d out",
+    "find . -name '*.rs' -fprint list.txt",
 ];
 
 /// Reading protected paths is not writing them: allowed in every mode, plan included.

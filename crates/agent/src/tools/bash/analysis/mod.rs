@@ -26,6 +26,7 @@
 //! classify ends up unknown or in a word no rule matches, so a gap costs a prompt or
 //! a denial, not an allow.
 
+mod in_place;
 mod options;
 mod runners;
 pub mod writes;

@@ -339,3 +339,33 @@ pub(super) const AWK: Syntax = Syntax {
         "source",
     ],
 };
+pub(super) const TAR: Syntax = Syntax {
+    short_value: "fCbTXgKNVLHI",
+    long_value: &[
+        "file",
+        "directory",
+        "blocking-factor",
+        "files-from",
+        "exclude-from",
+        "exclude",
+        "listed-incremental",
+        "starting-file",
+        "newer",
+        "label",
+        "tape-length",
+        "format",
+        "use-compress-program",
+        "transform",
+        "owner",
+        "group",
+        "mode",
+        "mtime",
+        "suffix",
+        "to-command",
+        "strip-components",
+    ],
+};
+pub(super) const UNZIP: Syntax = Syntax {
+    short_value: "dxP",
+    long_value: &[],
+};

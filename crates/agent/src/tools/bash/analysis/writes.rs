@@ -17,7 +17,9 @@
 //!   `truncate`, `touch`, `mkdir`, `chmod`/`chown`/`chgrp` (the files after the mode or
 //!   owner), `rm`/`unlink`/`rmdir`/`shred` (removing a settings file drops its deny
 //!   rules; only the names on the line are judged, so `find … -exec rm {} +` and
-//!   `xargs rm` are not unknown), `sort -o`, `uniq IN OUT`, `gawk -i inplace`, `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P` (and the name `wget`
+//!   `xargs rm` are not unknown), `sort -o`, `uniq IN OUT`, `gawk -i inplace`,
+//!   `find -fprint`/`-fls`, `tar` (the archive it creates, the `-C` directory it
+//!   extracts into), `unzip -d`, `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P` (and the name `wget`
 //!   or `curl -O` takes from the URL).
 //!
 //! Relative paths are relative to the working directory of the call, or to any
@@ -37,17 +39,18 @@
 //! any file (interpreters such as `python -c`, `node -e`, plain `perl -e`, scripts,
 //! `make`, a shell reading from input, `sed`'s own `w` and `e` commands, `git`'s
 //! writes to `.git/` including `git config`); archives and downloads unpacked in place
-//! (`tar x`, `unzip`, `git clone`); the contents of a directory copied recursively
+//! (`tar x -C dir` and `unzip -d dir` are judged by the directory; without one the
+//! files are unknown; `git clone`, `patch`, `git apply` are not covered); the contents of a directory copied recursively
 //! (`cp -r payload/. .`) are not looked into, only its name; recursive `chmod -R` or
 //! `rm -r` is judged by its operands, not by what lies below them. A source whose name
 //! is itself protected (`cp .bashrc backup.txt`) is also checked as if the destination
 //! were a directory, so it asks even when the destination is a file.
 
 use super::options::{
-    AWK, CHOWN, CP, CURL, CURL_WRITES, INSTALL, MKDIR, NO_VALUES, RSYNC, RSYNC_WRITES, SED, SHRED,
-    SORT, TOUCH, TRUNCATE, UNIQ, WGET, WGET_WRITES, parse,
+    CHOWN, CP, CURL, CURL_WRITES, INSTALL, MKDIR, NO_VALUES, RSYNC, RSYNC_WRITES, SHRED, SORT, TAR,
+    TOUCH, TRUNCATE, UNIQ, UNZIP, WGET, WGET_WRITES, parse,
 };
-use super::{Analysis, Run};
+use super::{Analysis, Run, in_place};
 
 /// What a command line writes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -210,6 +213,12 @@ impl Collector {
         }
     }
 
+    fn each(&mut self, paths: Vec<String>, by: &str) {
+        for path in paths {
+            self.target(&path, by);
+        }
+    }
+
     fn push(&mut self, path: String, by: &str) {
         self.pushed += 1;
         let t = WriteTarget {
@@ -345,7 +354,7 @@ impl Collector {
                     self.target(out, &by);
                 }
             }
-            "awk" | "gawk" => self.awk(args, &by),
+            "awk" | "gawk" => self.each(in_place::awk(args), &by),
             "dd" => {
                 for a in args {
                     if let Some(of) = a.strip_prefix("of=") {
@@ -353,8 +362,8 @@ impl Collector {
                     }
                 }
             }
-            "sed" | "gsed" => self.sed(args, &by),
-            "perl" => self.perl(args, &by),
+            "sed" | "gsed" => self.each(in_place::sed(args), &by),
+            "perl" => self.each(in_place::perl(args), &by),
             "touch" | "truncate" | "mkdir" | "rm" | "unlink" | "rmdir" | "shred" => {
                 let syntax = match name {
                     "touch" => &TOUCH,
@@ -414,6 +423,31 @@ impl Collector {
                     }
                 }
             }
+            // `find -fprint FILE` and friends write FILE.
+            "find" => {
+                for (i, a) in args.iter().enumerate() {
+                    if FIND_WRITES.contains(&a.as_str())
+                        && let Some(file) = args.get(i + 1)
+                    {
+                        self.target(file, &by);
+                    }
+                }
+            }
+            "tar" | "bsdtar" | "gtar" => self.tar(args, &by),
+            "unzip" => {
+                let p = parse(args, &UNZIP);
+                let lists = ["-l", "-v", "-t", "-Z", "-p", "-c", "-z"]
+                    .iter()
+                    .any(|f| p.has(f));
+                match p.value(&["-d"]) {
+                    Some(dir) => self.target(dir, &by),
+                    None if lists => {}
+                    // Into the working directory: what it unpacks is unknown.
+                    None => {
+                        self.unknown(format!("{by} unpacks files named only inside the archive"))
+                    }
+                }
+            }
             "wget" => {
                 let p = parse(args, &WGET);
                 let mut named = false;
@@ -437,6 +471,33 @@ impl Collector {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `tar`: the archive it creates, and the directory it extracts into (the names
+    /// inside the archive are not known; without `-C` it is unknown).
+    fn tar(&mut self, args: &[String], by: &str) {
+        // Old style: the first word's letters are options (`tar czf out.tgz dir`).
+        let mut words: Vec<String> = args.to_vec();
+        if let Some(first) = words.first_mut()
+            && !first.starts_with('-')
+        {
+            first.insert(0, '-');
+        }
+        let p = parse(&words, &TAR);
+        let mode = |short: &str, long: &[&str]| p.has(short) || long.iter().any(|l| p.has(l));
+        let creates = mode("-c", &["--create"])
+            || mode("-r", &["--append"])
+            || mode("-u", &["--update"])
+            || mode("-A", &["--catenate", "--concatenate"]);
+        if creates && let Some(archive) = p.value(&["-f", "--file"]) {
+            self.target(archive, by);
+        }
+        if mode("-x", &["--extract", "--get"]) {
+            match p.value(&["-C", "--directory"]) {
+                Some(dir) => self.target(dir, by),
+                None => self.unknown(format!("{by} extracts files named only inside the archive")),
+            }
         }
     }
 
@@ -512,126 +573,22 @@ impl Collector {
             }
         }
     }
-
-    /// `sed -i`: the files after the script.
-    fn sed(&mut self, args: &[String], by: &str) {
-        // `-i` takes an optional suffix only attached, so it is a flag to `parse`; in
-        // a cluster the rest after `i` is that suffix (`-ni.bak`, `-Ei`).
-        let mut in_place = false;
-        let mut cleaned: Vec<String> = Vec::new();
-        for a in args {
-            if a.starts_with("--in-place") {
-                in_place = true;
-                continue;
-            }
-            if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.starts_with('-')) {
-                let mut kept = String::new();
-                for c in cluster.chars() {
-                    if SED.short_value.contains(c) {
-                        kept.push(c);
-                        // The rest is this option's value.
-                        let at = cluster.find(c).map_or(cluster.len(), |i| i + 1);
-                        kept.push_str(&cluster[at..]);
-                        break;
-                    }
-                    if c == 'i' {
-                        in_place = true;
-                        break;
-                    }
-                    kept.push(c);
-                }
-                if !kept.is_empty() {
-                    cleaned.push(format!("-{kept}"));
-                }
-                continue;
-            }
-            cleaned.push(a.clone());
-        }
-        if !in_place {
-            return;
-        }
-        let p = parse(&cleaned, &SED);
-        let script_given = p
-            .values
-            .iter()
-            .any(|(o, _)| matches!(o.as_str(), "-e" | "-f" | "--expression" | "--file"));
-        for f in p.operands.iter().skip(usize::from(!script_given)) {
-            self.target(f, by);
-        }
-    }
-
-    /// `gawk -i inplace`: the files after the program text.
-    fn awk(&mut self, args: &[String], by: &str) {
-        let p = parse(args, &AWK);
-        let in_place = p
-            .values
-            .iter()
-            .any(|(o, v)| matches!(o.as_str(), "-i" | "--include") && v.starts_with("inplace"));
-        if !in_place {
-            return;
-        }
-        let program_given = p.value(&["-f", "--file", "-e", "--source"]).is_some();
-        for f in p.operands.iter().skip(usize::from(!program_given)) {
-            // `var=value` operands are assignments, not files.
-            if !super::super::shell::is_assignment(f) {
-                self.target(f, by);
-            }
-        }
-    }
-
-    /// `perl -i`: the files after the code (`-e`) or the script.
-    fn perl(&mut self, args: &[String], by: &str) {
-        let mut in_place = false;
-        let mut code_given = false;
-        let mut i = 0;
-        while let Some(a) = args.get(i) {
-            i += 1;
-            if a == "--" {
-                break;
-            }
-            let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) else {
-                i -= 1;
-                break;
-            };
-            for c in cluster.chars() {
-                match c {
-                    'i' => {
-                        in_place = true;
-                        break; // the rest is the backup extension
-                    }
-                    'e' | 'E' => {
-                        code_given = true;
-                        if cluster.ends_with(c) {
-                            i += 1; // the code is the next word
-                        }
-                        break;
-                    }
-                    // The rest of the cluster is this switch's value.
-                    'I' | 'M' | 'm' | 'x' | '0' | 'l' | 'C' | 'd' | 'D' | 'F' => break,
-                    _ => {}
-                }
-            }
-        }
-        if !in_place {
-            return;
-        }
-        let files = args.get(i..).unwrap_or(&[]);
-        for f in files.iter().skip(usize::from(!code_given)) {
-            self.target(f, by);
-        }
-    }
 }
 
 /// Programs whose operands name files they write (see the module doc).
 const WRITERS: &[&str] = &[
     "tee", "cp", "mv", "ln", "install", "ginstall", "rsync", "dd", "sed", "gsed", "perl", "touch",
     "truncate", "mkdir", "rm", "unlink", "rmdir", "shred", "chmod", "chown", "chgrp", "curl",
-    "wget", "sort", "uniq", "awk", "gawk",
+    "wget", "sort", "uniq", "awk", "gawk", "find", "tar", "bsdtar", "gtar", "unzip",
 ];
+
+/// `find` actions whose next word is a file they write.
+const FIND_WRITES: &[&str] = &["-fprint", "-fprint0", "-fprintf", "-fls"];
 
 /// Of [`WRITERS`], those that write only when an option or operand says so.
 const OPTION_GATED: &[&str] = &[
-    "sed", "gsed", "perl", "awk", "gawk", "sort", "uniq", "dd", "curl",
+    "sed", "gsed", "perl", "awk", "gawk", "sort", "uniq", "dd", "curl", "find", "tar", "bsdtar",
+    "gtar",
 ];
 
 /// `host:path`, `user@host:path`, `rsync://…`: not a local file.
@@ -691,6 +648,14 @@ mod tests {
         assert_eq!(paths("uniq -c a b"), ["b"]);
         assert_eq!(paths("gawk -i inplace '{print}' a v=1"), ["a"]);
         assert!(paths("awk '{print}' a").is_empty());
+        assert_eq!(paths("find . -fprint .bashrc"), [".bashrc"]);
+        assert_eq!(paths("tar czf out.tgz src"), ["out.tgz"]);
+        assert_eq!(paths("tar -xzf a.tgz -C .git/hooks"), [".git/hooks"]);
+        assert!(paths("tar tf a.tgz").is_empty());
+        assert!(unknown("tar xf a.tgz"));
+        assert_eq!(paths("unzip -o a.zip -d .strata"), [".strata"]);
+        assert!(unknown("unzip a.zip"));
+        assert!(!unknown("unzip -l a.zip"));
         assert_eq!(
             paths("install -m 755 x .git/hooks/"),
             [".git/hooks/", ".git/hooks/x"]
