@@ -133,6 +133,8 @@ const UNKNOWN: &[&str] = &[
     "cd - && tee f",
     "popd && tee f",
     "env -C .git/hooks tee pre-commit",
+    "env -C .git/hooks sh -c 'echo x > pre-commit'",
+    "find .git -name hooks -execdir sh -c 'cat x > hooks/pre-commit' \\;",
     "find . -type d -execdir touch x \\;",
     "bash -c 'echo x > \"$1\"' _ .mcp.json",
     "echo x >",

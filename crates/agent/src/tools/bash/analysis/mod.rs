@@ -116,8 +116,19 @@ pub struct Analysis {
     /// Commands whose program is only known when they run.
     pub unknown: Vec<Unknown>,
     /// The output redirections of every simple command read (on the line and in the
-    /// strings it runs), with the part each belongs to.
-    pub redirects: Vec<(usize, Redirect)>,
+    /// strings it runs).
+    pub redirects: Vec<Redirection>,
+}
+
+/// An output redirection and where it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirection {
+    /// Which simple command of the line it belongs to.
+    pub part: usize,
+    /// Whether it is in a string another command runs (`sh -c 'echo > f'`).
+    pub nested: bool,
+    /// Where it writes.
+    pub redirect: Redirect,
 }
 
 /// One command that runs.
@@ -230,7 +241,11 @@ impl Analysis {
         let dynamic = part.dynamic.get(part.assignments..).unwrap_or(&[]);
         self.assignments(&part.words[..part.assignments.min(part.words.len())]);
         self.redirects
-            .extend(part.redirects.iter().map(|r| (cx.part, r.clone())));
+            .extend(part.redirects.iter().map(|r| Redirection {
+                part: cx.part,
+                nested: cx.nested,
+                redirect: r.clone(),
+            }));
         self.command(argv, dynamic, part.text.clone(), part.writes_file, cx);
     }
 

@@ -19,8 +19,8 @@
 //!   rules; only the names on the line are judged, so `find … -exec rm {} +` and
 //!   `xargs rm` are not unknown), `sort -o`, `uniq IN OUT`, `gawk -i inplace`,
 //!   `find -fprint`/`-fls`, `tar` (the archive it creates, the `-C` directory it
-//!   extracts into), `unzip -d`, `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P` (and the name `wget`
-//!   or `curl -O` takes from the URL).
+//!   extracts into), `unzip -d`, `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P`
+//!   (and the name `wget` or `curl -O` takes from the URL).
 //!
 //! Relative paths are relative to the working directory of the call, or to any
 //! directory a `cd`/`pushd` on the line may have changed to (every combination is
@@ -40,8 +40,9 @@
 //! `make`, a shell reading from input, `sed`'s own `w` and `e` commands, `git`'s
 //! writes to `.git/` including `git config`); archives and downloads unpacked in place
 //! (`tar x -C dir` and `unzip -d dir` are judged by the directory; without one the
-//! files are unknown; `git clone`, `patch`, `git apply` are not covered); the contents of a directory copied recursively
-//! (`cp -r payload/. .`) are not looked into, only its name; recursive `chmod -R` or
+//! files are unknown; `git clone`, `patch`, `git apply` are not covered); the
+//! contents of a directory copied recursively (`cp -r payload/. .`) are not looked
+//! into, only its name; recursive `chmod -R` or
 //! `rm -r` is judged by its operands, not by what lies below them. A source whose name
 //! is itself protected (`cp .bashrc backup.txt`) is also checked as if the destination
 //! were a directory, so it asks even when the destination is a file.
@@ -112,8 +113,24 @@ pub fn writes(analysis: &Analysis) -> Writes {
     for run in analysis.runs.iter().filter(|r| !r.view) {
         w.change_dir(run);
     }
-    for (_, r) in &analysis.redirects {
-        if r.dynamic {
+    // Parts with a runner that changes directory for what it runs (`env -C d sh -c
+    // 'echo > f'`): a redirection in a string it runs is relative to an unknown place.
+    let moved_parts: Vec<usize> = analysis
+        .runs
+        .iter()
+        .filter(|r| changes_dir_for_others(r))
+        .map(|r| r.part)
+        .collect();
+    for redirection in &analysis.redirects {
+        let r = &redirection.redirect;
+        let relative = !(r.target.starts_with('/') || r.target.starts_with('~'));
+        if redirection.nested && relative && moved_parts.contains(&redirection.part) {
+            w.unknown(format!(
+                "the file a redirection writes (`{}`) is relative to a directory a runner \
+                 changes to",
+                r.target
+            ));
+        } else if r.dynamic {
             w.unknown(format!(
                 "the file a redirection writes (`{}`) is only known when it runs",
                 if r.target.is_empty() { ">" } else { &r.target }
@@ -693,6 +710,8 @@ mod tests {
         assert!(unknown("cd - && tee x"));
         assert!(!unknown("cd - && tee /abs/x"));
         assert!(unknown("env -C .git/hooks tee pre-commit"));
+        assert!(unknown("env -C .git/hooks sh -c 'echo x > pre-commit'"));
+        assert!(!unknown("env -C /tmp sh -c 'echo x > /tmp/y'"));
         assert!(unknown("find . -execdir touch x \\;"));
     }
 
