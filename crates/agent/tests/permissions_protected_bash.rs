@@ -414,3 +414,16 @@ fn plan_mode_uniq_with_an_output_file_is_not_read_only() {
         assert_eq!(want(&got), Want::Deny, "{cmd}: {got:?}");
     }
 }
+
+/// A prompt for a protected Bash write offers no "always allow" rule: none would spare
+/// the next prompt. An ordinary command still gets one.
+#[test]
+fn no_rule_is_suggested_for_a_protected_bash_write() {
+    let e = setup();
+    let c = context(&e, Default, &[], &[]);
+    let offered =
+        |cmd: &str| strata_agent::permissions::suggestions(&Bash, &bash(cmd), &c, &e.root);
+    assert!(offered("tee .git/hooks/pre-commit").is_empty());
+    assert!(offered("touch .envrc").is_empty());
+    assert!(!offered("tee out.txt").is_empty());
+}
