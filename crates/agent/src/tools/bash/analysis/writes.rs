@@ -43,7 +43,11 @@
 //! files are unknown; `git clone`, `patch`, `git apply` are not covered); the
 //! contents of a directory copied recursively (`cp -r payload/. .`) are not looked
 //! into, only its name; recursive `chmod -R` or
-//! `rm -r` is judged by its operands, not by what lies below them. A source whose name
+//! `rm -r` is judged by its operands, not by what lies below them; programs that write
+//! a file named by an option not listed here (`strace -o`, `script FILE`, `git config
+//! --file`, `openssl -out`, …); a command whose program is itself unknown (`$CMD x`,
+//! `source f`, `echo … | sh`: see [`Unknown`](super::Unknown)) is judged by its
+//! redirections only (a whole-tool `Bash` rule allows it as before). A source whose name
 //! is itself protected (`cp .bashrc backup.txt`) is also checked as if the destination
 //! were a directory, so it asks even when the destination is a file.
 
