@@ -1,7 +1,7 @@
 //! Protected paths through Bash (issue 16, "the model can give itself permissions"):
 //! with Bash allowed by a rule (`--allowedTools Bash`), a command that writes a
 //! protected path — through a redirection or a program that writes files (`tee`, `cp`,
-//! `mv`, `ln`, `install`, `dd of=`, `sed -i`, `perl -i`, `truncate`, `touch`, `chmod`,
+//! `mv`, `ln`, `install`, `dd of=`, `sed -i`, `perl -i`, `truncate`, `touch`, `chmod`, `git config`,
 //! `rsync`, …), also behind wrappers, `sh -c`, `find -exec` and after a `cd` — asks
 //! exactly as a Write to that path does: asked in default and acceptEdits, denied in
 //! plan (not read-only) and dontAsk, allowed only in bypassPermissions. A file written
@@ -93,6 +93,9 @@ const PROTECTED: &[&str] = &[
     "tar -xzf payload.tgz -C .git/hooks",
     "tar czf ~/.bashrc src",
     "unzip -o payload.zip -d .strata",
+    "git config core.hooksPath /tmp/evil",
+    "git -C sub config core.fsmonitor ./evil",
+    "git config --global alias.st '!sh -c evil'",
     // Behind wrappers, shells and runners.
     "timeout 5 tee .git/hooks/pre-commit",
     "sudo tee -a .git/config",
@@ -179,6 +182,9 @@ const HARMLESS: &[&str] = &[
     "tar -xzf vendor.tgz -C vendor",
     "unzip -q a.zip -d out",
     "find . -name '*.rs' -fprint list.txt",
+    "git config user.name",
+    "git config --get remote.origin.url",
+    "git config --file build.cfg a.b c",
 ];
 
 /// Reading protected paths is not writing them: allowed in every mode, plan included.

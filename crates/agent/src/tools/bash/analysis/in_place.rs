@@ -1,10 +1,10 @@
-//! The in-place editors: which files `sed -i`, `perl -i` and `gawk -i inplace` edit
-//! (for [`writes`](super::writes)). Each reads its own option syntax: the script or
-//! program text comes first unless an option gave it, and only the files after it are
-//! written.
+//! The in-place editors: which files `sed -i`, `perl -i`, `gawk -i inplace` and `git
+//! config` edit (for [`writes`](super::writes)). Each reads its own option syntax: the
+//! script or program text comes first unless an option gave it, and only the files
+//! after it are written.
 
 use super::super::shell::is_assignment;
-use super::options::{AWK, SED, parse};
+use super::options::{AWK, GIT_CONFIG, SED, parse};
 
 /// `sed -i`: the files after the script.
 pub(super) fn sed(args: &[String]) -> Vec<String> {
@@ -117,4 +117,49 @@ pub(super) fn perl(args: &[String]) -> Vec<String> {
         .skip(usize::from(!code_given))
         .cloned()
         .collect()
+}
+
+/// `git config ARGS` (after `config`): the file it changes, if it changes one. Reading
+/// forms (`KEY` alone, `--get…`, `--list`, `get`, `list`) change nothing.
+pub(super) fn git_config(args: &[String]) -> Option<String> {
+    let p = parse(args, &GIT_CONFIG);
+    let sub = p.operands.first().copied();
+    let reads = [
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--get-color",
+        "--get-colorbool",
+        "--list",
+        "-l",
+    ];
+    let changes = [
+        "--unset",
+        "--unset-all",
+        "--add",
+        "--replace-all",
+        "--rename-section",
+        "--remove-section",
+        "--edit",
+        "-e",
+    ];
+    let writes = match sub {
+        Some("get" | "list") => false,
+        Some("set" | "unset" | "rename-section" | "remove-section" | "edit") => true,
+        _ if reads.iter().any(|f| p.has(f)) => false,
+        _ if changes.iter().any(|f| p.has(f)) => true,
+        _ => p.operands.len() >= 2,
+    };
+    if !writes {
+        return None;
+    }
+    Some(match p.value(&["-f", "--file"]) {
+        Some(file) => file.to_owned(),
+        None if p.has("--global") => "~/.gitconfig".to_owned(),
+        None if p.has("--system") => "/etc/gitconfig".to_owned(),
+        // The repository's own (`--local`, `--worktree` or none): named `.git/config`
+        // relative to wherever it runs, which is protected by its `.git` wherever.
+        None => ".git/config".to_owned(),
+    })
 }

@@ -369,3 +369,7 @@ pub(super) const UNZIP: Syntax = Syntax {
     short_value: "dxP",
     long_value: &[],
 };
+pub(super) const GIT_CONFIG: Syntax = Syntax {
+    short_value: "f",
+    long_value: &["file", "blob", "type", "default", "comment", "value", "url"],
+};

@@ -19,7 +19,8 @@
 //!   rules; only the names on the line are judged, so `find … -exec rm {} +` and
 //!   `xargs rm` are not unknown), `sort -o`, `uniq IN OUT`, `gawk -i inplace`,
 //!   `find -fprint`/`-fls`, `tar` (the archive it creates, the `-C` directory it
-//!   extracts into), `unzip -d`, `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P`
+//!   extracts into), `unzip -d`, `git config` when it sets something (the repository's
+//!   `.git/config`, `~/.gitconfig` with `--global`, or `--file F`), `curl -o`/`-O`/`--output-dir` and `wget -O`/`-P`
 //!   (and the name `wget` or `curl -O` takes from the URL).
 //!
 //! Relative paths are relative to the working directory of the call, or to any
@@ -37,8 +38,8 @@
 //!
 //! **Not covered** (documented limits, not guesses): programs that run code can write
 //! any file (interpreters such as `python -c`, `node -e`, plain `perl -e`, scripts,
-//! `make`, a shell reading from input, `sed`'s own `w` and `e` commands, `git`'s
-//! writes to `.git/` including `git config`); archives and downloads unpacked in place
+//! `make`, a shell reading from input, `sed`'s own `w` and `e` commands, `git`'s own
+//! writes to `.git/` other than `git config`); archives and downloads unpacked in place
 //! (`tar x -C dir` and `unzip -d dir` are judged by the directory; without one the
 //! files are unknown; `git clone`, `patch`, `git apply` are not covered); the
 //! contents of a directory copied recursively (`cp -r payload/. .`) are not looked
@@ -144,8 +145,10 @@ pub fn writes(analysis: &Analysis) -> Writes {
         }
     }
     // Whether a runner earlier in the same part changed directory for what it runs.
+    // `git -C x config …` is read in its other spelling (`git config …`).
     let mut moved = false;
-    for run in analysis.runs.iter().filter(|r| !r.view) {
+    let git_view = |r: &Run| r.view && r.program_name() == Some("git");
+    for run in analysis.runs.iter().filter(|r| !r.view || git_view(r)) {
         moved &= run.nested;
         if moved {
             let dirs = std::mem::replace(
@@ -455,6 +458,11 @@ impl Collector {
                 }
             }
             "tar" | "bsdtar" | "gtar" => self.tar(args, &by),
+            "git" if args.first().is_some_and(|a| a == "config") => {
+                if let Some(file) = in_place::git_config(&args[1..]) {
+                    self.target(&file, &by);
+                }
+            }
             "unzip" => {
                 let p = parse(args, &UNZIP);
                 let lists = ["-l", "-v", "-t", "-Z", "-p", "-c", "-z"]
@@ -600,7 +608,7 @@ impl Collector {
 const WRITERS: &[&str] = &[
     "tee", "cp", "mv", "ln", "install", "ginstall", "rsync", "dd", "sed", "gsed", "perl", "touch",
     "truncate", "mkdir", "rm", "unlink", "rmdir", "shred", "chmod", "chown", "chgrp", "curl",
-    "wget", "sort", "uniq", "awk", "gawk", "find", "tar", "bsdtar", "gtar", "unzip",
+    "wget", "sort", "uniq", "awk", "gawk", "find", "tar", "bsdtar", "gtar", "unzip", "git",
 ];
 
 /// `find` actions whose next word is a file they write.
@@ -609,7 +617,7 @@ const FIND_WRITES: &[&str] = &["-fprint", "-fprint0", "-fprintf", "-fls"];
 /// Of [`WRITERS`], those that write only when an option or operand says so.
 const OPTION_GATED: &[&str] = &[
     "sed", "gsed", "perl", "awk", "gawk", "sort", "uniq", "dd", "curl", "find", "tar", "bsdtar",
-    "gtar",
+    "gtar", "git",
 ];
 
 /// `host:path`, `user@host:path`, `rsync://…`: not a local file.
@@ -675,6 +683,14 @@ mod tests {
         assert!(paths("tar tf a.tgz").is_empty());
         assert!(unknown("tar xf a.tgz"));
         assert_eq!(paths("unzip -o a.zip -d .strata"), [".strata"]);
+        assert_eq!(paths("git config core.hooksPath /tmp/h"), [".git/config"]);
+        assert_eq!(paths("git -C sub config --add a.b c"), [".git/config"]);
+        assert_eq!(paths("git config --global alias.x '!sh'"), ["~/.gitconfig"]);
+        assert_eq!(paths("git config set --file f.cfg a.b c"), ["f.cfg"]);
+        assert!(paths("git config user.name").is_empty());
+        assert!(paths("git config --get-all a.b").is_empty());
+        assert!(paths("git config list --global").is_empty());
+        assert!(!unknown("git config --get \"$KEY\""));
         assert!(unknown("unzip a.zip"));
         assert!(!unknown("unzip -l a.zip"));
         assert_eq!(
