@@ -1,8 +1,8 @@
 //! Protected paths through Bash (issue 16, "the model can give itself permissions"):
 //! with Bash allowed by a rule (`--allowedTools Bash`), a command that writes a
 //! protected path — through a redirection or a program that writes files (`tee`, `cp`,
-//! `mv`, `ln`, `install`, `dd of=`, `sed -i`, `perl -i`, `truncate`, `touch`, `chmod`, `git config`,
-//! `rsync`, …), also behind wrappers, `sh -c`, `find -exec` and after a `cd` — asks
+//! `mv`, `ln`, `install`, `dd of=`, `sed -i`, `perl -i`, `truncate`, `touch`, `chmod`,
+//! `rsync`, `git config`, …), also behind wrappers, `sh -c`, `find -exec` and after a `cd` — asks
 //! exactly as a Write to that path does: asked in default and acceptEdits, denied in
 //! plan (not read-only) and dontAsk, allowed only in bypassPermissions. A file written
 //! that is only known when it runs (`> "$F"`) asks too (fail closed), while ordinary
