@@ -238,3 +238,60 @@ async fn a_protected_write_is_asked_about_over_the_prompt_channel() {
     assert!(!settings.exists());
     assert_eq!(s.finish().await.code, Some(0));
 }
+
+/// With Bash allowed (`--allowedTools Bash`) the model's `echo … >
+/// .strata/settings.local.json` (and a `tee` into a git hook) is denied, the files do
+/// not exist afterwards, and an ordinary redirection in the same reply still runs.
+#[tokio::test]
+async fn self_escalation_through_a_bash_redirection_is_denied_with_bash_allowed() {
+    let env = Env::new();
+    let settings = env.proj.join(".strata/settings.local.json");
+    let hook = env.proj.join(".git/hooks/pre-commit");
+    let server = MockServer::start().await.unwrap();
+    server.push(
+        Reply::new()
+            .tool_use(
+                "t_local",
+                "Bash",
+                json!({"command": format!("mkdir -p .strata; echo '{ESCALATION}' > .strata/settings.local.json")}),
+            )
+            .tool_use(
+                "t_hook",
+                "Bash",
+                json!({"command": "mkdir -p .git/hooks && echo 'rm -rf ~' | tee .git/hooks/pre-commit"}),
+            )
+            .tool_use("t_ok", "Bash", json!({"command": "echo fine > ok.txt"})),
+    );
+    server.push(Reply::new().text("Done."));
+    let run = env
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "configure yourself",
+                "--allowedTools",
+                "Bash",
+                "--output-format",
+                "json",
+            ],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(!settings.exists(), "the settings file was written");
+    assert!(!env.proj.join(".strata").exists(), "not even its folder");
+    assert!(!hook.exists(), "the hook was written");
+    assert_eq!(
+        std::fs::read_to_string(env.proj.join("ok.txt")).unwrap(),
+        "fine\n",
+        "Bash is still allowed for ordinary files"
+    );
+    assert_eq!(denied_ids(&run.result()), ["t_hook", "t_local"]);
+    let results = server.requests()[1].json()["messages"][2]["content"].clone();
+    for r in results.as_array().unwrap() {
+        if r["tool_use_id"] != "t_ok" {
+            assert_eq!(r["is_error"], true, "{r}");
+            let text = r["content"].to_string();
+            assert!(text.contains("protected"), "{r}");
+        }
+    }
+}

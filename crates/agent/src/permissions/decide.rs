@@ -10,6 +10,7 @@ use super::matching::{CommandLine, ResolvedPath, compile_path_pattern, is_inside
 use super::rules::{PermissionRule, RuleBehavior};
 use super::{PermissionContext, PermissionDecision};
 use crate::tools::bash::analysis::Unknown;
+use crate::tools::bash::analysis::writes::writes;
 use crate::tools::{PermissionSubject, Tool};
 
 /// What a call touches, resolved for matching.
@@ -38,6 +39,20 @@ struct Call<'a> {
     /// For a write to a protected path: what the path configures (see
     /// [`is_protected`]). Such a write always asks, whatever allow rule or mode.
     protected: Option<&'static str>,
+    /// For a command: what it writes that is protected, or may be (see
+    /// [`BashWrites`]).
+    bash: BashWrites,
+}
+
+/// What a Bash command writes, as far as permissions care (see
+/// [`writes`](crate::tools::bash::analysis::writes)).
+#[derive(Default)]
+struct BashWrites {
+    /// A file it writes that is protected: the reason. Asks like a Write to it.
+    protected: Option<String>,
+    /// Why some file it writes is only known when it runs: it may be protected, so a
+    /// rule that would allow the command asks instead.
+    unknown: Option<String>,
 }
 
 impl PermissionContext {
@@ -68,6 +83,10 @@ impl PermissionContext {
             Subject::Path(p) if class == Class::EditsPath => self.protected(p),
             _ => None,
         };
+        let bash = match &subject {
+            Subject::Command(line) => self.bash_writes(line, cwd),
+            _ => BashWrites::default(),
+        };
         let call = Call {
             tool: tool.name(),
             cwd,
@@ -76,11 +95,16 @@ impl PermissionContext {
             subject,
             describe,
             protected,
+            bash,
         };
         let ask_reason = match self.decide(&call) {
             Ok(decision) => return decision,
             Err(ask_reason) => ask_reason,
         };
+        // Asked because of a protected file (or one that may be): no rule helps.
+        let protected = call.protected.is_some()
+            || call.bash.protected.is_some()
+            || (call.bash.unknown.is_some() && self.allowed_by_rules(&call));
         if self.mode == PermissionMode::DontAsk {
             PermissionDecision::Deny {
                 reason: format!(
@@ -88,7 +112,7 @@ impl PermissionContext {
                      approval."
                 ),
             }
-        } else if self.should_avoid_prompts && call.protected.is_some() {
+        } else if self.should_avoid_prompts && protected {
             PermissionDecision::Deny {
                 reason: format!(
                     "{ask_reason}, and no permission prompt can be shown here, so it was denied \
@@ -171,7 +195,26 @@ impl PermissionContext {
                 p.lexical.display()
             ));
         }
+        // The same for a command that writes such a path (`echo … > .strata/…`, `tee
+        // .git/hooks/pre-commit`): it asks as a Write to the path would.
+        if let Some(reason) = &call.bash.protected {
+            return Err(format!(
+                "{} requires approval: {reason}, which no allow rule or accept-edits mode \
+                 covers (only bypassPermissions mode skips this)",
+                call.describe
+            ));
+        }
         if self.allowed_by_rules(call) {
+            // Fail closed: a rule allows the command, but not a write to a file that
+            // is only known when it runs (`> "$F"`), which may be a protected one.
+            if let Some(why) = &call.bash.unknown {
+                return Err(format!(
+                    "{} requires approval: {why}, and it may be a protected path (agent \
+                     settings, .git, shell start-up files), which no allow rule covers. \
+                     Spell out the file it writes",
+                    call.describe
+                ));
+            }
             return Ok(PermissionDecision::Allow);
         }
         let inside = match &call.subject {
@@ -208,17 +251,52 @@ impl PermissionContext {
     /// whose value is only known at run time (`> "$F"`) cannot be judged here; the
     /// caller must treat it as unknown.
     pub fn protected_write(&self, path: &Path, cwd: &Path) -> Option<String> {
+        self.protected_target(path, cwd).map(|(path, what)| {
+            format!(
+                "writing {} requires approval: it is a protected path ({what})",
+                path.display()
+            )
+        })
+    }
+
+    /// [`protected_write`](Self::protected_write)'s judgement: the path (absolute,
+    /// normalised) and what it configures.
+    fn protected_target(&self, path: &Path, cwd: &Path) -> Option<(PathBuf, &'static str)> {
         let expanded = match (path.strip_prefix("~"), &self.home) {
             (Ok(rest), Some(home)) => home.join(rest),
             _ => path.to_path_buf(),
         };
         let resolved = ResolvedPath::new(&expanded, cwd);
-        self.protected(&resolved).map(|what| {
-            format!(
-                "writing {} requires approval: it is a protected path ({what})",
-                resolved.lexical.display()
-            )
-        })
+        self.protected(&resolved)
+            .map(|what| (resolved.lexical, what))
+    }
+
+    /// Whether the command `line` (run in `cwd`) writes a protected path: it asks
+    /// whatever rule there is, so no suggested rule would spare the next prompt.
+    pub(crate) fn bash_writes_protected(&self, line: &str, cwd: &Path) -> bool {
+        self.bash_writes(&CommandLine::new(line), cwd)
+            .protected
+            .is_some()
+    }
+
+    /// What the command `line` writes (relative paths against `cwd`) that is protected
+    /// or only known when it runs.
+    fn bash_writes(&self, line: &CommandLine, cwd: &Path) -> BashWrites {
+        let found = writes(&line.analysis);
+        let protected = found.targets.iter().find_map(|t| {
+            self.protected_target(Path::new(&t.path), cwd)
+                .map(|(path, what)| {
+                    format!(
+                        "it writes {} (through {}), a protected path ({what})",
+                        path.display(),
+                        t.by
+                    )
+                })
+        });
+        BashWrites {
+            protected,
+            unknown: found.unknown.into_iter().next(),
+        }
     }
 
     fn inside_working_dirs(&self, path: &ResolvedPath) -> bool {

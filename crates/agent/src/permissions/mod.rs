@@ -16,10 +16,13 @@
 //! 5. **bypassPermissions** (when available) allows;
 //! 6. a write to a **protected path** (the agents' settings, `.git/`, shell start-up
 //!    files, `.mcp.json`, …: `matching::is_protected`) asks, whatever allow rule or
-//!    mode (accept-edits included) would allow it;
+//!    mode (accept-edits included) would allow it; so does a Bash command that writes
+//!    one, through a redirection or a program that writes files (`tee`, `cp`, `sed
+//!    -i`, …: `tools::bash::analysis::writes`);
 //! 7. a matching **allow** rule allows (a compound Bash command only if every part,
 //!    and every command a part runs, is allowed; a pattern never allows a command
-//!    whose program is unknown);
+//!    whose program is unknown), except a Bash command that writes a file only known
+//!    when it runs (`> "$F"`), which asks: it may be a protected one;
 //! 8. a read-only call inside the project or an additional directory is allowed (in
 //!    every mode);
 //! 9. in **acceptEdits**, a file edit inside the project or an additional directory is

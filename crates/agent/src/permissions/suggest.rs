@@ -8,7 +8,8 @@
 //!   its command line), would not match the call (leading `VAR=value` assignments, a
 //!   program that is only known when it runs) or would not cover what it runs (`find
 //!   -exec`, a wrapper), the exact command instead. A compound command gets no suggestion (one rule would
-//!   not cover its parts), nor does one that writes a file through a redirection.
+//!   not cover its parts), nor does one that writes a file through a redirection or
+//!   writes a protected path (`tee .git/hooks/pre-commit`).
 //! - A file edit inside the project: accept edits for the rest of the session. An edit
 //!   outside the project: allow edits of that one file for the session. A protected
 //!   file gets nothing (no rule or mode would spare the next prompt).
@@ -55,7 +56,8 @@ pub fn suggestions(
             let [one] = parts.as_slice() else {
                 return Vec::new();
             };
-            if one.writes_file {
+            if one.writes_file || permissions.bash_writes_protected(&line, cwd) {
+                // A write to a protected file asks every time: no rule would help.
                 return Vec::new();
             }
             let Some(program) = one.words.get(one.assignments) else {

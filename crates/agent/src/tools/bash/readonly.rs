@@ -88,8 +88,13 @@ const FIND_WRITES: &[&str] = &["-delete", "-fprint", "-fprint0", "-fprintf", "-f
 pub fn is_read_only_command(line: &str) -> bool {
     let analysis = analyze(line);
     let parts = super::shell::split_command(line);
+    // A program listed here may still write by its operands (`uniq IN OUT`): what the
+    // write analysis finds decides.
+    let written = super::analysis::writes::writes(&analysis);
     !parts.is_empty()
         && analysis.unknown.is_empty()
+        && written.targets.is_empty()
+        && written.unknown.is_empty()
         && parts
             .iter()
             .all(|p| !p.writes_file && p.assignments == 0 && !p.argv().is_empty())

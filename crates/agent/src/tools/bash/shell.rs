@@ -7,7 +7,7 @@
 //! escapes, `&&`, `||`, `;`, `|`, `&`, newlines, subshells,
 //! `{ …; }` groups, command substitution (`$(…)`, backticks) and process substitution
 //! (whose inner commands are reported as commands of their own), redirections (output
-//! into a file is flagged), here-documents (their bodies are data, not commands), and
+//! into a file is flagged, and where it goes is kept: [`Redirect`]), here-documents (their bodies are data, not commands), and
 //! the reserved words that introduce commands (`if`, `then`, `do`, …).
 //!
 //! Each word says whether its value is only known when it runs (an expansion, a
@@ -35,6 +35,19 @@ pub struct SimpleCommand {
     /// Whether it redirects output into a file (`>`, `>>`, `&>`; not `/dev/null` and not
     /// a descriptor such as `2>&1`).
     pub writes_file: bool,
+    /// The files it redirects output into, in order (one for each redirection that
+    /// sets [`writes_file`](Self::writes_file)).
+    pub redirects: Vec<Redirect>,
+}
+
+/// A file that a redirection writes (`> f`, `>> f`, `>| f`, `&> f`, `>&f`, `<> f`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The target word after quote removal (a dynamic one keeps its source text).
+    pub target: String,
+    /// Whether the target is only known when it runs (`> "$F"`, `> $(cmd)`, `> *.txt`),
+    /// or missing (`echo >`, a syntax error): it may be any file.
+    pub dynamic: bool,
 }
 
 impl SimpleCommand {
@@ -138,6 +151,7 @@ struct Cmd {
     /// Where the command's source starts (first byte of anything in it).
     start: Option<usize>,
     writes_file: bool,
+    redirects: Vec<Redirect>,
     target: Target,
     /// Where a comment started: the command's text ends there.
     comment_at: Option<usize>,
@@ -149,6 +163,7 @@ impl Cmd {
             words: Vec::new(),
             start: None,
             writes_file: false,
+            redirects: Vec::new(),
             target: Target::None,
             comment_at: None,
         }
@@ -492,13 +507,21 @@ impl Lexer<'_> {
         match std::mem::replace(&mut cmd.target, Target::None) {
             Target::None => cmd.words.push((w.start, w.text, w.dynamic)),
             Target::Output => {
-                if w.text != "/dev/null" {
+                if w.dynamic || w.text != "/dev/null" {
                     cmd.writes_file = true;
+                    cmd.redirects.push(Redirect {
+                        target: w.text,
+                        dynamic: w.dynamic,
+                    });
                 }
             }
             Target::DescriptorOrOutput => {
-                if !(w.text == "-" || w.text.chars().all(|c| c.is_ascii_digit())) {
+                if w.dynamic || !(w.text == "-" || w.text.chars().all(|c| c.is_ascii_digit())) {
                     cmd.writes_file = true;
+                    cmd.redirects.push(Redirect {
+                        target: w.text,
+                        dynamic: w.dynamic,
+                    });
                 }
             }
             Target::Ignore => {}
@@ -540,6 +563,7 @@ impl Lexer<'_> {
             words: words.into_iter().map(|(_, w, _)| w).collect(),
             assignments,
             writes_file: cmd.writes_file,
+            redirects: cmd.redirects,
         });
     }
 
@@ -590,12 +614,19 @@ fn body_substitutions(line: &str, out: &mut Vec<SimpleCommand>) {
 /// bash, but report it as writing so no rule treats it as harmless.
 fn cmd_writes_anyway(out: &mut Vec<SimpleCommand>, cmd: &Cmd, src: &str, end: usize) {
     let start = cmd.start.unwrap_or(end).min(end);
+    let mut redirects = cmd.redirects.clone();
+    // Where it would write is unknown: any file, as far as a check can tell.
+    redirects.push(Redirect {
+        target: String::new(),
+        dynamic: true,
+    });
     out.push(SimpleCommand {
         text: src[start..end].trim().to_owned(),
         words: cmd.words.iter().map(|(_, w, _)| w.clone()).collect(),
         dynamic: cmd.words.iter().map(|(_, _, d)| *d).collect(),
         assignments: 0,
         writes_file: true,
+        redirects,
     });
 }
 
@@ -691,6 +722,37 @@ mod tests {
         assert!(!split_command("ls 2>/dev/null >&2")[0].writes_file);
         assert!(!split_command("wc -l < in.txt")[0].writes_file);
         assert_eq!(split_command("ls 2>&1")[0].words, ["ls"]);
+    }
+
+    #[test]
+    fn redirection_targets_are_kept() {
+        let targets = |line: &str| -> Vec<(String, bool)> {
+            split_command(line)
+                .iter()
+                .flat_map(|c| c.redirects.iter().map(|r| (r.target.clone(), r.dynamic)))
+                .collect()
+        };
+        let known = |t: &str| (t.to_owned(), false);
+        assert_eq!(
+            targets("echo a > 'x y' 2>>e &>f >&g 2>&1 >/dev/null <in"),
+            [known("x y"), known("e"), known("f"), known("g")]
+        );
+        assert_eq!(targets("exec 3<> .git/config"), [known(".git/config")]);
+        assert_eq!(targets("{ echo a; } > .bashrc"), [known(".bashrc")]);
+        assert_eq!(targets("(echo a) >| out"), [known("out")]);
+        assert_eq!(targets("echo $(echo a > in) b"), [known("in")]);
+        assert_eq!(
+            targets("echo a > \"$F\" > $(f) >&$FD"),
+            [
+                ("$F".to_owned(), true),
+                ("$(f)".to_owned(), true),
+                ("$FD".to_owned(), true)
+            ]
+        );
+        assert_eq!(targets("echo a >"), [(String::new(), true)]);
+        for c in split_command("a > x; b 2>&1; c >> y | d") {
+            assert_eq!(c.writes_file, !c.redirects.is_empty(), "{c:?}");
+        }
     }
 
     #[test]

@@ -26,9 +26,12 @@
 //! classify ends up unknown or in a word no rule matches, so a gap costs a prompt or
 //! a denial, not an allow.
 
+mod in_place;
+mod options;
 mod runners;
+pub mod writes;
 
-use super::shell::{SimpleCommand, split_command};
+use super::shell::{Redirect, SimpleCommand, split_command};
 use super::wrappers::{self, WrapError};
 
 /// How deep strings run by other commands (`bash -c "eval 'sh -c …'"`) are followed;
@@ -112,6 +115,20 @@ pub struct Analysis {
     pub runs: Vec<Run>,
     /// Commands whose program is only known when they run.
     pub unknown: Vec<Unknown>,
+    /// The output redirections of every simple command read (on the line and in the
+    /// strings it runs).
+    pub redirects: Vec<Redirection>,
+}
+
+/// An output redirection and where it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirection {
+    /// Which simple command of the line it belongs to.
+    pub part: usize,
+    /// Whether it is in a string another command runs (`sh -c 'echo > f'`).
+    pub nested: bool,
+    /// Where it writes.
+    pub redirect: Redirect,
 }
 
 /// One command that runs.
@@ -135,6 +152,12 @@ pub struct Run {
     /// Another spelling of the run before it (`git -C x push` as `git push`), for deny
     /// and ask rules only: an allow rule must match what was written.
     pub view: bool,
+    /// Whether more arguments are added when it runs (`xargs CMD`): its operands are
+    /// not all on the line.
+    pub appended: bool,
+    /// A string replaced by other words when it runs (`{}` of `find -exec`, `xargs
+    /// -I`): a word holding it is only known then.
+    pub placeholder: Option<String>,
 }
 
 impl Run {
@@ -217,6 +240,12 @@ impl Analysis {
         let argv = part.argv();
         let dynamic = part.dynamic.get(part.assignments..).unwrap_or(&[]);
         self.assignments(&part.words[..part.assignments.min(part.words.len())]);
+        self.redirects
+            .extend(part.redirects.iter().map(|r| Redirection {
+                part: cx.part,
+                nested: cx.nested,
+                redirect: r.clone(),
+            }));
         self.command(argv, dynamic, part.text.clone(), part.writes_file, cx);
     }
 
@@ -276,6 +305,8 @@ impl Analysis {
             nested: cx.nested,
             runs_others: false,
             view: false,
+            appended: cx.appended,
+            placeholder: cx.placeholder.clone(),
         });
         let placeholder = cx
             .placeholder

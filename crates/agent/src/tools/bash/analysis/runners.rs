@@ -276,6 +276,8 @@ impl Analysis {
                 nested: true,
                 runs_others: false,
                 view: true,
+                appended: cx.appended,
+                placeholder: cx.placeholder.clone(),
             });
         }
     }
