@@ -10,6 +10,7 @@
 //! without one, a call that would need a prompt is denied and reported.
 
 pub(crate) mod cost;
+mod handles;
 mod live_settings;
 mod open;
 mod permission_updates;
@@ -24,7 +25,6 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use smol_str::SmolStr;
-use strata_bootstrap::Bootstrap;
 use strata_config::GlobalConfigFile;
 use strata_protocol::message::Message;
 use strata_protocol::permission::PermissionMode;
@@ -34,6 +34,7 @@ use strata_state::{AppRoot, AppState};
 use strata_store::Store;
 use tokio_util::sync::CancellationToken;
 
+pub use self::handles::{BootstrapHandle, EngineHandles};
 use self::record::Recorder;
 use crate::permissions::{PermissionLaunch, check_mode_change};
 use crate::provider::Provider;
@@ -91,6 +92,10 @@ pub struct EngineOptions {
     pub cwd: PathBuf,
     /// The config directory (`$STRATA_CONFIG_DIR` or `~/.strata`).
     pub config_dir: PathBuf,
+    /// The bootstrap state and session scope the session runs with: the binary passes
+    /// the process defaults ([`EngineHandles::process`]), a host with several sessions
+    /// open at once gives each its own ([`EngineHandles::private`]).
+    pub handles: EngineHandles,
     /// The model provider.
     pub provider: Arc<dyn Provider>,
     /// `--model`; else the resumed session's model, else the settings', else the
@@ -122,6 +127,10 @@ pub enum OpenError {
     /// `--resume` named a session that does not exist.
     #[error("No conversation found with session ID: {0}")]
     NotFound(String),
+    /// The session scope already has a live root store (UI-5): a second session cannot
+    /// be opened in it while the first is open.
+    #[error("{0}")]
+    Root(#[from] strata_state::RootError),
     /// Another problem, already phrased for the user.
     #[error("{0}")]
     Other(String),
@@ -130,8 +139,10 @@ pub enum OpenError {
 /// One session at work.
 ///
 /// Made by [`Engine::open`]; cheap to share behind an `Arc` (control requests arrive on
-/// another task while a prompt runs). Exactly one engine can be open per process: it owns
-/// the session's root store (UI-5).
+/// another task while a prompt runs). It owns the session's root store, the only one its
+/// [`SessionScope`](strata_state::SessionScope) admits while it is open (UI-5); engines
+/// with handles of their own ([`EngineHandles::private`]) can be open side by side in one
+/// process.
 pub struct Engine {
     inner: Arc<Inner>,
 }
@@ -143,7 +154,7 @@ pub(crate) struct Inner {
     /// (UI-5); dropping it ends the root.
     pub(crate) _root: AppRoot,
     pub(crate) store: Store<AppState>,
-    pub(crate) bootstrap: &'static Bootstrap,
+    pub(crate) bootstrap: BootstrapHandle,
     pub(crate) provider: Arc<dyn Provider>,
     /// The provider's default model, when neither the app state nor the settings name one.
     pub(crate) default_model: Option<String>,

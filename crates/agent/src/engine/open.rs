@@ -15,7 +15,7 @@ use strata_session::resume::{
 };
 use strata_session::writer::TranscriptWriter;
 use strata_state::effects::{EffectError, SdkStatusPort};
-use strata_state::{EffectsHub, Ports, RuntimeFacts, SessionScope, default_app_state};
+use strata_state::{EffectsHub, Ports, RuntimeFacts, default_app_state};
 
 use super::cost;
 use super::live_settings::{self, LivePermissions};
@@ -27,6 +27,10 @@ use crate::tools::{ToolContext, ToolRegistry};
 
 /// Opens the session `options` describe.
 pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
+    // A scope whose root is alive refuses a second one (UI-5): refused here, before the
+    // bootstrap is switched to a new session or a transcript is forked. `create_root`
+    // below checks again.
+    options.handles.scope.ensure_vacant()?;
     let cwd = std::fs::canonicalize(&options.cwd).unwrap_or_else(|_| options.cwd.clone());
     let project_root = paths::project_root(&cwd);
     let config_dir = options.config_dir.clone();
@@ -97,7 +101,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     };
 
     // Bootstrap: identity, cwd, and the cost the resumed session already had (SP-4).
-    let bootstrap = strata_bootstrap::global();
+    let bootstrap = options.handles.bootstrap.clone();
     bootstrap.set_original_cwd(&cwd);
     bootstrap.set_cwd(&cwd);
     bootstrap.set_project_root(&project_root);
@@ -106,7 +110,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         let root_key = project_root.to_string_lossy();
         let slot = global_config.project(&root_key);
         cost::restore(
-            bootstrap,
+            &bootstrap,
             &cost::restored_cost(slot, session_id, &loaded.usage),
         );
     }
@@ -167,10 +171,16 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         initial.messages = conversation.messages.into_iter().map(Arc::new).collect();
     }
     let env = initial.runtime.env.clone();
-    let ports = Ports::from_files(files.clone(), global.clone(), bootstrap, &initial.runtime);
-    let root = SessionScope::global()
-        .create_root(initial, EffectsHub::new(ports))
-        .map_err(|e| OpenError::Other(e.to_string()))?;
+    let ports = Ports::from_files(
+        files.clone(),
+        global.clone(),
+        bootstrap.clone(),
+        &initial.runtime,
+    );
+    let root = options
+        .handles
+        .scope
+        .create_root(initial, EffectsHub::new(ports))?;
     let session = session_id.to_string();
     root.store()
         .effects()

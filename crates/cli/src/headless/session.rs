@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::io::Write as _;
 use std::sync::Arc;
 
-use strata_agent::engine::{Engine, EngineOptions, EventSink, OpenError, PermissionPrompter};
+use strata_agent::engine::{Engine, EngineHandles, EngineOptions, EventSink, PermissionPrompter};
 use strata_protocol::message::Message;
 use strata_protocol::sdk::{
     ControlResponse, ResultMessage, ResultSubtype, SdkMessage, SystemMessage,
@@ -40,6 +40,8 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     let options = EngineOptions {
         cwd: setup.cwd,
         config_dir: setup.config_dir,
+        // One session per process: the process's bootstrap state and session scope.
+        handles: EngineHandles::process(),
         provider: setup.provider,
         model: setup.model,
         permission: setup.permission,
@@ -56,8 +58,7 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     };
     let engine = match Engine::open(options).await {
         Ok(engine) => Arc::new(engine),
-        Err(err @ OpenError::NotFound(_)) => return Err(Failure::failed(err.to_string()).into()),
-        Err(OpenError::Other(message)) => return Err(Failure::failed(message).into()),
+        Err(err) => return Err(Failure::failed(err.to_string()).into()),
     };
     for warning in engine.warnings() {
         warn(format_args!("{warning}"));
