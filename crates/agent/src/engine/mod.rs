@@ -10,6 +10,7 @@
 //! without one, a call that would need a prompt is denied and reported.
 
 pub(crate) mod cost;
+mod error;
 mod handles;
 mod live_settings;
 mod open;
@@ -34,6 +35,7 @@ use strata_state::{AppRoot, AppState};
 use strata_store::Store;
 use tokio_util::sync::CancellationToken;
 
+pub use self::error::{CloseError, OpenError, RewindError, SetModeError};
 pub use self::handles::{BootstrapHandle, EngineHandles};
 use self::record::Recorder;
 use crate::permissions::{PermissionLaunch, check_mode_change};
@@ -121,21 +123,6 @@ pub struct EngineOptions {
     pub events: Arc<dyn EventSink>,
 }
 
-/// Why a session could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    /// `--resume` named a session that does not exist.
-    #[error("No conversation found with session ID: {0}")]
-    NotFound(String),
-    /// The session scope already has a live root store (UI-5): a second session cannot
-    /// be opened in it while the first is open.
-    #[error("{0}")]
-    Root(#[from] strata_state::RootError),
-    /// Another problem, already phrased for the user.
-    #[error("{0}")]
-    Other(String),
-}
-
 /// One session at work.
 ///
 /// Made by [`Engine::open`]; cheap to share behind an `Arc` (control requests arrive on
@@ -195,7 +182,7 @@ impl Engine {
     pub async fn open(options: EngineOptions) -> Result<Engine, OpenError> {
         let inner = tokio::task::spawn_blocking(move || open::open(options))
             .await
-            .map_err(|e| OpenError::Other(format!("opening the session failed: {e}")))??;
+            .map_err(|e| OpenError::Task(e.to_string()))??;
         Ok(Engine {
             inner: Arc::new(inner),
         })
@@ -279,28 +266,30 @@ impl Engine {
 
     /// Changes the permission mode through the one gate (control request
     /// `set_permission_mode`); the change reaches the SDK status stream and the remote
-    /// through the effects hub (FX-1).
-    pub fn set_permission_mode(&self, mode: &str) -> Result<(), String> {
+    /// through the effects hub (FX-1). A refused change leaves the mode as it was and
+    /// says why ([`SetModeError`]).
+    pub fn set_permission_mode(&self, mode: &str) -> Result<(), SetModeError> {
         self.inner.set_permission_mode(mode)
     }
 
-    /// Changes the main-loop model (`None`: back to the default). FX-2 persists it.
-    pub fn set_model(&self, model: Option<String>) -> Result<(), String> {
+    /// Changes the main-loop model (`None` or blank: back to the default). FX-2 persists
+    /// it. Any name is taken: providers (OpenAI-compatible servers especially) serve
+    /// models strata has no list of, and a name the service does not know fails the next
+    /// request with the service's own message.
+    pub fn set_model(&self, model: Option<String>) {
         let model = model.filter(|m| !m.trim().is_empty()).map(SmolStr::from);
         let _ = self.inner.store.update(|s| {
             if s.main_loop_model != model {
                 s.main_loop_model = model.clone();
             }
         });
-        Ok(())
     }
 
     /// Restores the files edited since user message `uuid` (control request
     /// `rewind_files`); the report as JSON (`filesChanged`, `insertions`, `deletions`).
-    pub fn rewind_files(&self, uuid: &str, dry_run: bool) -> Result<Value, String> {
-        let report = lock(&self.inner.file_history)
-            .rewind(uuid, dry_run)
-            .map_err(|e| e.to_string())?;
+    /// [`RewindError::TargetNotFound`] when no prompt of the session has that uuid.
+    pub fn rewind_files(&self, uuid: &str, dry_run: bool) -> Result<Value, RewindError> {
+        let report = lock(&self.inner.file_history).rewind(uuid, dry_run)?;
         Ok(serde_json::json!({
             "dryRun": report.dry_run,
             "filesChanged": report.files_changed(),
@@ -318,7 +307,7 @@ impl Engine {
     /// broke, which is never overwritten) is only a warning, returned for the caller to
     /// show: the session itself is intact, and resume rebuilds its cost from the
     /// transcript.
-    pub async fn close(self) -> Result<Vec<String>, String> {
+    pub async fn close(self) -> Result<Vec<String>, CloseError> {
         let inner = self.inner;
         tokio::task::spawn_blocking(move || {
             let synced = inner.recorder.turn_end();
@@ -329,25 +318,19 @@ impl Engine {
                     warnings.push(format!("the session cost could not be saved: {e}"));
                 }
             }
-            match synced {
-                Ok(()) => Ok(warnings),
-                Err(e) => Err(format!("the transcript could not be synced: {e}")),
-            }
+            synced.map(|()| warnings).map_err(CloseError::Sync)
         })
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| CloseError::Task(e.to_string()))?
     }
 }
 
 impl Inner {
     /// Changes the permission mode through the one gate ([`check_mode_change`]): the
     /// control request and a prompt answer's `setMode` both come here.
-    pub(crate) fn set_permission_mode(&self, mode: &str) -> Result<(), String> {
-        let requested: PermissionMode = mode
-            .parse()
-            .map_err(|e: strata_protocol::permission::ParsePermissionModeError| e.to_string())?;
-        let allowed =
-            check_mode_change(requested, self.permissions.bypass()).map_err(|e| e.to_string())?;
+    pub(crate) fn set_permission_mode(&self, mode: &str) -> Result<(), SetModeError> {
+        let requested: PermissionMode = mode.parse()?;
+        let allowed = check_mode_change(requested, self.permissions.bypass())?;
         let _ = self.store.update(|s| {
             if s.tool_permission_context.mode != allowed {
                 s.tool_permission_context.mode = allowed;
