@@ -9,19 +9,19 @@
 //! there is one (an interactive user, an SDK client that answers `can_use_tool`);
 //! without one, a call that would need a prompt is denied and reported.
 
-pub(crate) mod cost;
+// The transcript recorder and cost accounting are shared with the query loop; they
+// stay reachable under `engine::` for the engine's own modules.
+pub(crate) use crate::cost;
 mod error;
 mod handles;
 mod live_settings;
 mod open;
 mod permission_updates;
-pub(crate) mod record;
+pub(crate) use crate::record;
 pub(crate) mod tool_services;
 
 use crate::sync::lock;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -29,7 +29,7 @@ use smol_str::SmolStr;
 use strata_config::GlobalConfigFile;
 use strata_protocol::message::Message;
 use strata_protocol::permission::PermissionMode;
-use strata_protocol::sdk::{InitMessage, PermissionResult, ResultMessage, SdkMessage};
+use strata_protocol::sdk::{InitMessage, ResultMessage};
 use strata_session::file_history::FileHistory;
 use strata_state::{AppRoot, AppState};
 use strata_store::Store;
@@ -40,43 +40,9 @@ pub use self::handles::{BootstrapHandle, EngineHandles};
 use self::record::Recorder;
 use crate::permissions::{PermissionLaunch, check_mode_change};
 use crate::provider::Provider;
+pub use crate::query::ports::{EventSink, PermissionPrompt, PermissionPrompter, PromptFuture};
+use crate::query::{TurnContext, TurnHost};
 use crate::tools::{ToolContext, ToolRegistry};
-
-/// Where the session's messages go (one call per output line).
-///
-/// A transcript record (an `assistant` line, a `user` tool result) reaches the sink only
-/// after its transcript line has been handed to the kernel, so whatever a sink shows
-/// survives a kill of the process (issue 16: "acknowledged means written"); the
-/// `result` of a turn comes after the turn's fsync.
-pub trait EventSink: Send + Sync {
-    /// Emits one message. Must not block for long: it is called from the query loop.
-    fn emit(&self, message: SdkMessage);
-}
-
-/// A boxed future answering a permission prompt.
-pub type PromptFuture<'a> = Pin<Box<dyn Future<Output = PermissionResult> + Send + 'a>>;
-
-/// Asks someone whether a tool call may run.
-pub trait PermissionPrompter: Send + Sync {
-    /// Asks about `prompt`; the answer allows (possibly with a changed input) or denies.
-    fn ask(&self, prompt: PermissionPrompt) -> PromptFuture<'_>;
-}
-
-/// A tool call that needs approval.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PermissionPrompt {
-    /// The tool's name.
-    pub tool_name: String,
-    /// The input the model gave.
-    pub input: Value,
-    /// The `tool_use` block's id.
-    pub tool_use_id: String,
-    /// Why approval is needed.
-    pub reason: String,
-    /// Updates the client may offer with the prompt ("always allow …"); an answer that
-    /// carries them back applies them.
-    pub suggestions: Vec<strata_protocol::sdk::PermissionUpdate>,
-}
 
 /// Which session to continue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,46 +100,48 @@ pub struct Engine {
     inner: Arc<Inner>,
 }
 
-/// Everything an open session holds.
-pub(crate) struct Inner {
-    pub(crate) session_id: String,
+/// Everything an open session holds. Private to the engine and its modules (opening,
+/// live settings, permission updates, tool services); a turn sees only its
+/// [`TurnContext`].
+struct Inner {
+    session_id: String,
     /// Held for its lifetime: while it lives, this session's root store is the only one
     /// (UI-5); dropping it ends the root.
-    pub(crate) _root: AppRoot,
-    pub(crate) store: Store<AppState>,
-    pub(crate) bootstrap: BootstrapHandle,
-    pub(crate) provider: Arc<dyn Provider>,
+    _root: AppRoot,
+    store: Store<AppState>,
+    bootstrap: BootstrapHandle,
+    provider: Arc<dyn Provider>,
     /// The provider's default model, when neither the app state nor the settings name one.
-    pub(crate) default_model: Option<String>,
-    pub(crate) tools: ToolRegistry,
+    default_model: Option<String>,
+    tools: ToolRegistry,
     /// The tools' context; each turn clones it with the turn's cancellation.
-    pub(crate) tool_context: ToolContext,
+    tool_context: ToolContext,
     /// Rules, directories and bypass availability from the settings (live: replaced when
     /// a settings file changes) and the launch; the mode is read from the app state at
     /// each check (the store is the authority).
-    pub(crate) permissions: Arc<live_settings::LivePermissions>,
-    pub(crate) recorder: Arc<Recorder>,
-    pub(crate) file_history: Arc<Mutex<FileHistory>>,
+    permissions: Arc<live_settings::LivePermissions>,
+    recorder: Arc<Recorder>,
+    file_history: Arc<Mutex<FileHistory>>,
     /// The uuid of the prompt being answered (file-history snapshots are per prompt).
-    pub(crate) prompt_uuid: Arc<Mutex<String>>,
-    pub(crate) events: Arc<dyn EventSink>,
-    pub(crate) prompter: Option<Arc<dyn PermissionPrompter>>,
-    pub(crate) max_turns: Option<u32>,
-    pub(crate) cwd: PathBuf,
-    pub(crate) project_root: PathBuf,
-    pub(crate) global: GlobalConfigFile,
+    prompt_uuid: Arc<Mutex<String>>,
+    events: Arc<dyn EventSink>,
+    prompter: Option<Arc<dyn PermissionPrompter>>,
+    max_turns: Option<u32>,
+    cwd: PathBuf,
+    project_root: PathBuf,
+    global: GlobalConfigFile,
     /// Problems found while opening (bad settings files, rules that did not parse).
-    pub(crate) warnings: Vec<String>,
+    warnings: Vec<String>,
     /// The resumed conversation was cut off mid-turn.
-    pub(crate) resumed_interrupted: bool,
+    resumed_interrupted: bool,
     /// The running turn's cancellation, for [`Engine::interrupt`].
-    pub(crate) current_turn: Mutex<Option<CancellationToken>>,
+    current_turn: Mutex<Option<CancellationToken>>,
     /// Rules and directories the user added while answering prompts.
-    pub(crate) session_permissions: Mutex<permission_updates::SessionPermissions>,
+    session_permissions: Mutex<permission_updates::SessionPermissions>,
     /// The settings files, for permission updates kept beyond the session.
-    pub(crate) settings: strata_config::SettingsFiles,
+    settings: strata_config::SettingsFiles,
     /// Held for its lifetime: the settings watcher (UI-7); `None` when it could not start.
-    pub(crate) _settings_watcher: Option<strata_config::SettingsWatcher>,
+    _settings_watcher: Option<strata_config::SettingsWatcher>,
 }
 
 impl Engine {
@@ -252,7 +220,8 @@ impl Engine {
     ) -> ResultMessage {
         let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
-        let result = crate::query::run_turn(&self.inner, prompt, uuid, cancel).await;
+        let turn = self.inner.turn_context();
+        let result = crate::query::run_turn(&turn, prompt, uuid, cancel).await;
         lock(&self.inner.current_turn).take();
         result
     }
@@ -339,6 +308,27 @@ impl Inner {
         Ok(())
     }
 
+    /// What one turn of this session needs (the query loop sees nothing else).
+    fn turn_context(&self) -> TurnContext<'_> {
+        TurnContext {
+            session_id: &self.session_id,
+            store: &self.store,
+            provider: &*self.provider,
+            tools: &self.tools,
+            tool_context: &self.tool_context,
+            host: self,
+            prompter: self.prompter.as_deref(),
+            recorder: &self.recorder,
+            file_history: &self.file_history,
+            prompt_uuid: &self.prompt_uuid,
+            events: &*self.events,
+            bootstrap: &self.bootstrap,
+            max_turns: self.max_turns,
+            cwd: &self.cwd,
+            project_root: &self.project_root,
+        }
+    }
+
     /// The model of the next request: the app state's (BS-7: the authority), else the
     /// settings' as they are now (live, UI-7), else the provider's default.
     pub(crate) fn model(&self) -> String {
@@ -350,6 +340,21 @@ impl Inner {
             .or_else(|| state.settings.model.clone())
             .or_else(|| self.default_model.clone())
             .unwrap_or_default()
+    }
+}
+
+/// The live parts of a turn: rules after settings edits and prompt answers, the model.
+impl TurnHost for Inner {
+    fn effective_permissions(&self) -> crate::permissions::PermissionContext {
+        Inner::effective_permissions(self)
+    }
+
+    fn apply_permission_updates(&self, updates: &[Value]) {
+        Inner::apply_permission_updates(self, updates);
+    }
+
+    fn model(&self) -> String {
+        Inner::model(self)
     }
 }
 
