@@ -74,11 +74,6 @@ impl BootstrapHandle {
     pub fn private() -> Self {
         Self(Shared::Own(Arc::new(Bootstrap::new(Path::new("/")))))
     }
-
-    /// Whether both handles reach the same bootstrap state.
-    pub fn same_as(&self, other: &BootstrapHandle) -> bool {
-        std::ptr::eq::<Bootstrap>(&**self, &**other)
-    }
 }
 
 impl From<Arc<Bootstrap>> for BootstrapHandle {
