@@ -7,7 +7,7 @@
 //! content block and per tool result, fsynced at the end of the turn). The same messages
 //! go out through the engine's event sink as the SDK stream's shapes.
 //!
-//! A turn sees only its [`TurnContext`] (store, provider, tools, permission gate,
+//! A turn sees only its `TurnContext` (store, provider, tools, permission gate,
 //! recorder, events); opening, closing and interrupting a session are the engine's, and
 //! this module does not import it.
 //!
