@@ -10,18 +10,22 @@
 //!   TodoWrite) behind one trait.
 //! - [`permissions`]: permission modes, rules and decisions for tool calls.
 //! - [`context`]: the tool-use context and sub-agent isolation (SA-1 … SA-7).
-//! - [`query`]: the query loop.
+//! - [`query`]: the query loop: one turn, from a narrow context of what a turn needs
+//!   (it does not know the engine).
 //! - [`procs`]: every process a tool starts, under a supervisor, so none outlives strata.
 //! - [`secrets`]: credentials kept out of tool processes and redacted from tool output.
 //! - [`engine`]: a session at work: opening or resuming it, running prompts through the
 //!   query loop, control requests, closing it. What the CLI and SDK clients drive.
 
 pub mod context;
+mod cost;
 pub mod engine;
+mod file_history;
 pub mod permissions;
 pub mod procs;
 pub mod provider;
 pub mod query;
+mod record;
 pub mod secrets;
 mod sync;
 pub mod tools;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use strata_agent::engine::{Engine, EngineOptions, EventSink, ResumeTarget};
+use strata_agent::engine::{Engine, EngineHandles, EngineOptions, EventSink, ResumeTarget};
 use strata_agent::permissions::PermissionLaunch;
 use strata_agent::provider::{ProviderChoice, select_provider};
 use strata_protocol::message::Message;
@@ -71,6 +71,7 @@ fn options(env: &Env, server: &MockServer) -> EngineOptions {
         verbose: true,
         prompter: None,
         events: Arc::new(Collect::default()),
+        handles: EngineHandles::private(),
     }
 }
 

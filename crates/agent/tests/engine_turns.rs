@@ -1,7 +1,7 @@
 //! The engine end to end against a mock model server on 127.0.0.1: a plain answer, a
 //! tool round trip, a denied call, an interrupt, max turns, and resume sending the
-//! restored conversation. Each test opens one session (the root store is one per
-//! process, UI-5); nextest runs each test in its own process.
+//! restored conversation. Each session has handles of its own (`EngineHandles::private`),
+//! so the tests run side by side as threads of one process (plain `cargo test`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use strata_agent::engine::{Engine, EngineOptions, EventSink, ResumeTarget};
+use strata_agent::engine::{Engine, EngineHandles, EngineOptions, EventSink, ResumeTarget};
 use strata_agent::permissions::PermissionLaunch;
 use strata_agent::provider::{ProviderChoice, select_provider};
 use strata_protocol::message::Message;
@@ -72,6 +72,7 @@ fn options(env: &Env, server: &MockServer, events: Arc<dyn EventSink>) -> Engine
     EngineOptions {
         cwd: env.project.clone(),
         config_dir: env.config.clone(),
+        handles: EngineHandles::private(),
         provider: select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
         model: Some("claude-sonnet-4-5".into()),
         permission: PermissionLaunch::default(),

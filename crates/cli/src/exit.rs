@@ -2,10 +2,14 @@
 //!
 //! Commands return `anyhow::Result`. A [`Failure`] anywhere in the chain carries the exit
 //! code and the exact one-line message the user sees; any other error is reported with
-//! its context chain on one line and exit code 1.
+//! its context chain on one line and exit code 1. The engine's typed errors become
+//! failures here (`From<OpenError>`, `From<CloseError>`), so their exit codes are chosen
+//! in this file only.
 
 use std::fmt;
 use std::process::ExitCode;
+
+use strata_agent::engine::{CloseError, OpenError};
 
 /// A failure whose message and exit code are chosen by the command.
 #[derive(Debug)]
@@ -39,6 +43,37 @@ impl Failure {
         Self {
             code,
             message: String::new(),
+        }
+    }
+}
+
+/// A session that could not be opened. Every kind is exit code 1 (the run could not do
+/// what was asked; usage errors are caught before the engine opens), listed one by one so
+/// that a new kind gets its code chosen here, not by accident.
+impl From<OpenError> for Failure {
+    fn from(err: OpenError) -> Self {
+        match err {
+            OpenError::NotFound(_)
+            | OpenError::NothingToContinue { .. }
+            | OpenError::Resume(_)
+            | OpenError::Fork(_)
+            | OpenError::NotATranscriptPath { .. }
+            | OpenError::DisallowedRule(_)
+            | OpenError::Mode(_)
+            | OpenError::Root(_)
+            | OpenError::Transcript(_)
+            | OpenError::Task(_) => Self::failed(err.to_string()),
+        }
+    }
+}
+
+/// A session that did not close cleanly (its transcript may not be durable): exit code 1.
+impl From<CloseError> for Failure {
+    fn from(err: CloseError) -> Self {
+        match err {
+            CloseError::Sync(_) | CloseError::Task(_) => {
+                Self::failed(format!("could not close the session cleanly: {err}"))
+            }
         }
     }
 }

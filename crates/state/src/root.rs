@@ -12,9 +12,11 @@
 //! - The root is alive while its [`AppRoot`] guard is. Dropping the guard ends the root
 //!   (a new session may then create one); [`AppStore`] handles already given out keep
 //!   working, they are just no longer "the session's root".
-//! - The program uses [`SessionScope::global()`], one per process (strata runs one
-//!   session per process; a session switch reuses the root). Tests and embedders create
-//!   private scopes with [`SessionScope::new`], so tests run in parallel.
+//! - A scope is a handle, passed to whoever opens a session. The binary runs one
+//!   session per process and passes [`SessionScope::global()`] (a session switch reuses
+//!   the root). A host with several sessions open at once (an SDK host, a sub-agent
+//!   runtime, tests running as threads of one process) gives each session a scope of its
+//!   own ([`SessionScope::new`]): one root per session, not one per process.
 //! - Code that may run outside a session (error reports, logging) asks
 //!   [`SessionScope::current`] (or [`current_app_store`]) and gets `None` instead of
 //!   failing.
@@ -81,7 +83,8 @@ impl SessionScope {
         Self::default()
     }
 
-    /// The process's scope: strata runs one session per process.
+    /// The process's default scope, which the binary (one session per process) passes to
+    /// its engine. Library code takes a scope as a handle instead of calling this.
     pub fn global() -> &'static SessionScope {
         &GLOBAL_SCOPE
     }
@@ -104,8 +107,10 @@ impl SessionScope {
     /// assert!(matches!(scope.create_root(second, hub), Err(RootError::AlreadyExists { .. })));
     ///
     /// assert!(scope.current().is_some());
+    /// assert!(scope.ensure_vacant().is_err());
     /// drop(root);
     /// assert!(scope.current().is_none());
+    /// assert!(scope.ensure_vacant().is_ok());
     /// ```
     #[track_caller]
     pub fn create_root(
@@ -134,6 +139,18 @@ impl SessionScope {
         })
     }
 
+    /// `Ok` when no root of this scope is alive, else the error
+    /// [`create_root`](Self::create_root) would return now. For callers that want to be
+    /// refused before doing other work; `create_root` checks again.
+    pub fn ensure_vacant(&self) -> Result<(), RootError> {
+        match &*self.lock() {
+            Some(existing) => Err(RootError::AlreadyExists {
+                created_at: existing.created_at.to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The live root's store, or `None` outside a session (UI-5's optional accessor).
     pub fn current(&self) -> Option<AppStore> {
         self.lock().as_ref().map(|live| live.store.clone())
@@ -157,8 +174,9 @@ impl std::fmt::Debug for SessionScope {
     }
 }
 
-/// The process's root store, if a session is running: for code that may run outside a
-/// session (UI-5). Same as `SessionScope::global().current()`.
+/// The root store of the process's default scope, if its session is running: for code
+/// that may run outside a session (UI-5). Same as `SessionScope::global().current()`;
+/// sessions opened with a scope of their own are reached through that scope.
 pub fn current_app_store() -> Option<AppStore> {
     SessionScope::global().current()
 }

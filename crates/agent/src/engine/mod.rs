@@ -9,71 +9,39 @@
 //! there is one (an interactive user, an SDK client that answers `can_use_tool`);
 //! without one, a call that would need a prompt is denied and reported.
 
-pub(crate) mod cost;
-pub(crate) mod file_history;
+// The transcript recorder, cost accounting and file history are shared with the query
+// loop; they stay reachable under `engine::` for the engine's own modules.
+pub(crate) use crate::{cost, file_history};
+mod error;
+mod handles;
 mod live_settings;
 mod open;
 mod permission_updates;
-pub(crate) mod record;
+pub(crate) use crate::record;
 pub(crate) mod tool_services;
 
 use crate::sync::lock;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use smol_str::SmolStr;
-use strata_bootstrap::Bootstrap;
 use strata_config::GlobalConfigFile;
 use strata_protocol::message::Message;
 use strata_protocol::permission::PermissionMode;
-use strata_protocol::sdk::{InitMessage, PermissionResult, ResultMessage, SdkMessage};
+use strata_protocol::sdk::{InitMessage, ResultMessage};
 use strata_state::{AppRoot, AppState};
 use strata_store::Store;
 use tokio_util::sync::CancellationToken;
 
+pub use self::error::{CloseError, OpenError, RewindError, SetModeError};
+pub use self::handles::{BootstrapHandle, EngineHandles};
 use self::record::Recorder;
 use crate::permissions::{PermissionLaunch, check_mode_change};
 use crate::provider::Provider;
+pub use crate::query::ports::{EventSink, PermissionPrompt, PermissionPrompter, PromptFuture};
+use crate::query::{TurnContext, TurnHost};
 use crate::tools::{ToolContext, ToolRegistry};
-
-/// Where the session's messages go (one call per output line).
-///
-/// A transcript record (an `assistant` line, a `user` tool result) reaches the sink only
-/// after its transcript line has been handed to the kernel, so whatever a sink shows
-/// survives a kill of the process (issue 16: "acknowledged means written"); the
-/// `result` of a turn comes after the turn's fsync.
-pub trait EventSink: Send + Sync {
-    /// Emits one message. Must not block for long: it is called from the query loop.
-    fn emit(&self, message: SdkMessage);
-}
-
-/// A boxed future answering a permission prompt.
-pub type PromptFuture<'a> = Pin<Box<dyn Future<Output = PermissionResult> + Send + 'a>>;
-
-/// Asks someone whether a tool call may run.
-pub trait PermissionPrompter: Send + Sync {
-    /// Asks about `prompt`; the answer allows (possibly with a changed input) or denies.
-    fn ask(&self, prompt: PermissionPrompt) -> PromptFuture<'_>;
-}
-
-/// A tool call that needs approval.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PermissionPrompt {
-    /// The tool's name.
-    pub tool_name: String,
-    /// The input the model gave.
-    pub input: Value,
-    /// The `tool_use` block's id.
-    pub tool_use_id: String,
-    /// Why approval is needed.
-    pub reason: String,
-    /// Updates the client may offer with the prompt ("always allow …"); an answer that
-    /// carries them back applies them.
-    pub suggestions: Vec<strata_protocol::sdk::PermissionUpdate>,
-}
 
 /// Which session to continue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,6 +59,10 @@ pub struct EngineOptions {
     pub cwd: PathBuf,
     /// The config directory (`$STRATA_CONFIG_DIR` or `~/.strata`).
     pub config_dir: PathBuf,
+    /// The bootstrap state and session scope the session runs with: the binary passes
+    /// the process defaults ([`EngineHandles::process`]), a host with several sessions
+    /// open at once gives each its own ([`EngineHandles::private`]).
+    pub handles: EngineHandles,
     /// The model provider.
     pub provider: Arc<dyn Provider>,
     /// `--model`; else the resumed session's model, else the settings', else the
@@ -116,68 +88,61 @@ pub struct EngineOptions {
     pub events: Arc<dyn EventSink>,
 }
 
-/// Why a session could not be opened.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    /// `--resume` named a session that does not exist.
-    #[error("No conversation found with session ID: {0}")]
-    NotFound(String),
-    /// Another problem, already phrased for the user.
-    #[error("{0}")]
-    Other(String),
-}
-
 /// One session at work.
 ///
 /// Made by [`Engine::open`]; cheap to share behind an `Arc` (control requests arrive on
-/// another task while a prompt runs). Exactly one engine can be open per process: it owns
-/// the session's root store (UI-5).
+/// another task while a prompt runs). It owns the session's root store, the only one its
+/// [`SessionScope`](strata_state::SessionScope) admits while it is open (UI-5); engines
+/// with handles of their own ([`EngineHandles::private`]) can be open side by side in one
+/// process.
 pub struct Engine {
     inner: Arc<Inner>,
 }
 
-/// Everything an open session holds.
-pub(crate) struct Inner {
-    pub(crate) session_id: String,
+/// Everything an open session holds. Private to the engine and its modules (opening,
+/// live settings, permission updates, tool services); a turn sees only its
+/// [`TurnContext`].
+struct Inner {
+    session_id: String,
     /// Held for its lifetime: while it lives, this session's root store is the only one
     /// (UI-5); dropping it ends the root.
-    pub(crate) _root: AppRoot,
-    pub(crate) store: Store<AppState>,
-    pub(crate) bootstrap: &'static Bootstrap,
-    pub(crate) provider: Arc<dyn Provider>,
+    _root: AppRoot,
+    store: Store<AppState>,
+    bootstrap: BootstrapHandle,
+    provider: Arc<dyn Provider>,
     /// The provider's default model, when neither the app state nor the settings name one.
-    pub(crate) default_model: Option<String>,
-    pub(crate) tools: ToolRegistry,
+    default_model: Option<String>,
+    tools: ToolRegistry,
     /// The tools' context; each turn clones it with the turn's cancellation.
-    pub(crate) tool_context: ToolContext,
+    tool_context: ToolContext,
     /// Rules, directories and bypass availability from the settings (live: replaced when
     /// a settings file changes) and the launch; the mode is read from the app state at
     /// each check (the store is the authority).
-    pub(crate) permissions: Arc<live_settings::LivePermissions>,
-    pub(crate) recorder: Arc<Recorder>,
+    permissions: Arc<live_settings::LivePermissions>,
+    recorder: Arc<Recorder>,
     /// File history's persistence port (the history itself is the app state's
     /// `file_history` domain).
-    pub(crate) file_history: Arc<file_history::SessionFileHistory>,
+    file_history: Arc<file_history::SessionFileHistory>,
     /// The uuid of the prompt being answered (file-history snapshots are per prompt).
-    pub(crate) prompt_uuid: Arc<Mutex<String>>,
-    pub(crate) events: Arc<dyn EventSink>,
-    pub(crate) prompter: Option<Arc<dyn PermissionPrompter>>,
-    pub(crate) max_turns: Option<u32>,
-    pub(crate) cwd: PathBuf,
-    pub(crate) project_root: PathBuf,
-    pub(crate) global: GlobalConfigFile,
+    prompt_uuid: Arc<Mutex<String>>,
+    events: Arc<dyn EventSink>,
+    prompter: Option<Arc<dyn PermissionPrompter>>,
+    max_turns: Option<u32>,
+    cwd: PathBuf,
+    project_root: PathBuf,
+    global: GlobalConfigFile,
     /// Problems found while opening (bad settings files, rules that did not parse).
-    pub(crate) warnings: Vec<String>,
+    warnings: Vec<String>,
     /// The resumed conversation was cut off mid-turn.
-    pub(crate) resumed_interrupted: bool,
+    resumed_interrupted: bool,
     /// The running turn's cancellation, for [`Engine::interrupt`].
-    pub(crate) current_turn: Mutex<Option<CancellationToken>>,
+    current_turn: Mutex<Option<CancellationToken>>,
     /// Rules and directories the user added while answering prompts.
-    pub(crate) session_permissions: Mutex<permission_updates::SessionPermissions>,
+    session_permissions: Mutex<permission_updates::SessionPermissions>,
     /// The settings files, for permission updates kept beyond the session.
-    pub(crate) settings: strata_config::SettingsFiles,
+    settings: strata_config::SettingsFiles,
     /// Held for its lifetime: the settings watcher (UI-7); `None` when it could not start.
-    pub(crate) _settings_watcher: Option<strata_config::SettingsWatcher>,
+    _settings_watcher: Option<strata_config::SettingsWatcher>,
 }
 
 impl Engine {
@@ -186,7 +151,7 @@ impl Engine {
     pub async fn open(options: EngineOptions) -> Result<Engine, OpenError> {
         let inner = tokio::task::spawn_blocking(move || open::open(options))
             .await
-            .map_err(|e| OpenError::Other(format!("opening the session failed: {e}")))??;
+            .map_err(|e| OpenError::Task(e.to_string()))??;
         Ok(Engine {
             inner: Arc::new(inner),
         })
@@ -262,7 +227,8 @@ impl Engine {
     ) -> ResultMessage {
         let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
-        let result = crate::query::run_turn(&self.inner, prompt, uuid, cancel).await;
+        let turn = self.inner.turn_context();
+        let result = crate::query::run_turn(&turn, prompt, uuid, cancel).await;
         lock(&self.inner.current_turn).take();
         result
     }
@@ -276,28 +242,31 @@ impl Engine {
 
     /// Changes the permission mode through the one gate (control request
     /// `set_permission_mode`); the change reaches the SDK status stream and the remote
-    /// through the effects hub (FX-1).
-    pub fn set_permission_mode(&self, mode: &str) -> Result<(), String> {
+    /// through the effects hub (FX-1). A refused change leaves the mode as it was and
+    /// says why ([`SetModeError`]).
+    pub fn set_permission_mode(&self, mode: &str) -> Result<(), SetModeError> {
         self.inner.set_permission_mode(mode)
     }
 
-    /// Changes the main-loop model (`None`: back to the default). FX-2 persists it.
-    pub fn set_model(&self, model: Option<String>) -> Result<(), String> {
+    /// Changes the main-loop model (`None` or blank: back to the default). FX-2 persists
+    /// it. Any name is taken: providers (OpenAI-compatible servers especially) serve
+    /// models strata has no list of, and a name the service does not know fails the next
+    /// request with the service's own message.
+    pub fn set_model(&self, model: Option<String>) {
         let model = model.filter(|m| !m.trim().is_empty()).map(SmolStr::from);
         let _ = self.inner.store.update(|s| {
             if s.main_loop_model != model {
                 s.main_loop_model = model.clone();
             }
         });
-        Ok(())
     }
 
     /// Restores the files edited since user message `uuid` (control request
     /// `rewind_files`); the report as JSON (`filesChanged`, `insertions`, `deletions`).
-    pub fn rewind_files(&self, uuid: &str, dry_run: bool) -> Result<Value, String> {
+    /// [`RewindError::TargetNotFound`] when no prompt of the session has that uuid.
+    pub fn rewind_files(&self, uuid: &str, dry_run: bool) -> Result<Value, RewindError> {
         let report =
-            file_history::rewind(&self.inner.store, &self.inner.file_history, uuid, dry_run)
-                .map_err(|e| e.to_string())?;
+            file_history::rewind(&self.inner.store, &self.inner.file_history, uuid, dry_run)?;
         Ok(serde_json::json!({
             "dryRun": report.dry_run,
             "filesChanged": report.files_changed(),
@@ -315,7 +284,7 @@ impl Engine {
     /// broke, which is never overwritten) is only a warning, returned for the caller to
     /// show: the session itself is intact, and resume rebuilds its cost from the
     /// transcript.
-    pub async fn close(self) -> Result<Vec<String>, String> {
+    pub async fn close(self) -> Result<Vec<String>, CloseError> {
         let inner = self.inner;
         tokio::task::spawn_blocking(move || {
             let synced = inner.recorder.turn_end();
@@ -326,31 +295,46 @@ impl Engine {
                     warnings.push(format!("the session cost could not be saved: {e}"));
                 }
             }
-            match synced {
-                Ok(()) => Ok(warnings),
-                Err(e) => Err(format!("the transcript could not be synced: {e}")),
-            }
+            synced.map(|()| warnings).map_err(CloseError::Sync)
         })
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| CloseError::Task(e.to_string()))?
     }
 }
 
 impl Inner {
     /// Changes the permission mode through the one gate ([`check_mode_change`]): the
     /// control request and a prompt answer's `setMode` both come here.
-    pub(crate) fn set_permission_mode(&self, mode: &str) -> Result<(), String> {
-        let requested: PermissionMode = mode
-            .parse()
-            .map_err(|e: strata_protocol::permission::ParsePermissionModeError| e.to_string())?;
-        let allowed =
-            check_mode_change(requested, self.permissions.bypass()).map_err(|e| e.to_string())?;
+    pub(crate) fn set_permission_mode(&self, mode: &str) -> Result<(), SetModeError> {
+        let requested: PermissionMode = mode.parse()?;
+        let allowed = check_mode_change(requested, self.permissions.bypass())?;
         let _ = self.store.update(|s| {
             if s.tool_permission_context.mode != allowed {
                 s.tool_permission_context.mode = allowed;
             }
         });
         Ok(())
+    }
+
+    /// What one turn of this session needs (the query loop sees nothing else).
+    fn turn_context(&self) -> TurnContext<'_> {
+        TurnContext {
+            session_id: &self.session_id,
+            store: &self.store,
+            provider: &*self.provider,
+            tools: &self.tools,
+            tool_context: &self.tool_context,
+            host: self,
+            prompter: self.prompter.as_deref(),
+            recorder: &self.recorder,
+            file_history: &self.file_history,
+            prompt_uuid: &self.prompt_uuid,
+            events: &*self.events,
+            bootstrap: &self.bootstrap,
+            max_turns: self.max_turns,
+            cwd: &self.cwd,
+            project_root: &self.project_root,
+        }
     }
 
     /// The model of the next request: the app state's (BS-7: the authority), else the
@@ -364,6 +348,21 @@ impl Inner {
             .or_else(|| state.settings.model.clone())
             .or_else(|| self.default_model.clone())
             .unwrap_or_default()
+    }
+}
+
+/// The live parts of a turn: rules after settings edits and prompt answers, the model.
+impl TurnHost for Inner {
+    fn effective_permissions(&self) -> crate::permissions::PermissionContext {
+        Inner::effective_permissions(self)
+    }
+
+    fn apply_permission_updates(&self, updates: &[Value]) {
+        Inner::apply_permission_updates(self, updates);
+    }
+
+    fn model(&self) -> String {
+        Inner::model(self)
     }
 }
 

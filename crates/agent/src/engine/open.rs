@@ -15,7 +15,7 @@ use strata_session::resume::{
 };
 use strata_session::writer::TranscriptWriter;
 use strata_state::effects::{EffectError, SdkStatusPort};
-use strata_state::{EffectsHub, Ports, RuntimeFacts, SessionScope, default_app_state};
+use strata_state::{EffectsHub, Ports, RuntimeFacts, default_app_state};
 
 use super::cost;
 use super::live_settings::{self, LivePermissions};
@@ -27,6 +27,10 @@ use crate::tools::{ToolContext, ToolRegistry};
 
 /// Opens the session `options` describe.
 pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
+    // A scope whose root is alive refuses a second one (UI-5): refused here, before the
+    // bootstrap is switched to a new session or a transcript is forked. `create_root`
+    // below checks again.
+    options.handles.scope.ensure_vacant()?;
     let cwd = std::fs::canonicalize(&options.cwd).unwrap_or_else(|_| options.cwd.clone());
     let project_root = paths::project_root(&cwd);
     let config_dir = options.config_dir.clone();
@@ -63,7 +67,6 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
             let own_id = uuid::Uuid::parse_str(&loaded.session_id)
                 .ok()
                 .filter(|_| !options.fork_session);
-            let cannot_fork = |e| OpenError::Other(format!("cannot fork the session: {e}"));
             if !in_config_dir(&config_dir, &path) {
                 // A transcript from elsewhere (`--resume some/file.jsonl`) joins this
                 // project's sessions, under its own id when that is a UUID not taken
@@ -76,7 +79,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
                     })
                     .unwrap_or_else(uuid::Uuid::new_v4);
                 let layout = SessionLayout::new(&config_dir, &project_root, &id.to_string());
-                let outcome = fork_to(&path, &layout).map_err(cannot_fork)?;
+                let outcome = fork_to(&path, &layout).map_err(OpenError::Fork)?;
                 (id, Some(outcome.path), Some(loaded))
             } else if let Some(id) = own_id {
                 (id, Some(path), Some(loaded))
@@ -84,20 +87,20 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
                 // A fork — or a foreign session whose id is not a UUID, which strata
                 // continues in a copy under a UUID of its own.
                 let new_id = uuid::Uuid::new_v4();
-                let outcome = fork(&config_dir, &path, &new_id.to_string()).map_err(cannot_fork)?;
+                let outcome =
+                    fork(&config_dir, &path, &new_id.to_string()).map_err(OpenError::Fork)?;
                 (new_id, Some(outcome.path), Some(loaded))
             }
         }
     };
     let layout = match &transcript_path {
-        Some(path) => SessionLayout::from_transcript_path(&config_dir, path).ok_or_else(|| {
-            OpenError::Other(format!("{} is not a transcript path", path.display()))
-        })?,
+        Some(path) => SessionLayout::from_transcript_path(&config_dir, path)
+            .ok_or_else(|| OpenError::NotATranscriptPath { path: path.clone() })?,
         None => SessionLayout::new(&config_dir, &project_root, &session_id.to_string()),
     };
 
     // Bootstrap: identity, cwd, and the cost the resumed session already had (SP-4).
-    let bootstrap = strata_bootstrap::global();
+    let bootstrap = options.handles.bootstrap.clone();
     bootstrap.set_original_cwd(&cwd);
     bootstrap.set_cwd(&cwd);
     bootstrap.set_project_root(&project_root);
@@ -106,7 +109,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         let root_key = project_root.to_string_lossy();
         let slot = global_config.project(&root_key);
         cost::restore(
-            bootstrap,
+            &bootstrap,
             &cost::restored_cost(slot, session_id, &loaded.usage),
         );
     }
@@ -122,14 +125,11 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     // Permissions and tools. A `--disallowedTools` rule that does not parse would deny
     // nothing: the session does not start rather than run what the user meant to forbid.
     let (_, deny_errors) = RuleSet::from_sources(None, &[], &options.permission.disallowed_tools);
-    if let Some(e) = deny_errors.first() {
-        return Err(OpenError::Other(format!(
-            "{e}; fix the --disallowedTools value (nothing was run)"
-        )));
+    if let Some(e) = deny_errors.into_iter().next() {
+        return Err(OpenError::DisallowedRule(e));
     }
     let (mut permissions, permission_warnings) =
-        PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)
-            .map_err(|e| OpenError::Other(e.to_string()))?;
+        PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)?;
     // Files whose rules cannot be read make every call ask (fail closed, issue 16).
     Arc::make_mut(&mut permissions.rules).unknown = merged.unknown_permissions.clone();
     // The config directory this session runs with is protected too (it may differ from
@@ -174,10 +174,16 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         );
     }
     let env = initial.runtime.env.clone();
-    let ports = Ports::from_files(files.clone(), global.clone(), bootstrap, &initial.runtime);
-    let root = SessionScope::global()
-        .create_root(initial, EffectsHub::new(ports))
-        .map_err(|e| OpenError::Other(e.to_string()))?;
+    let ports = Ports::from_files(
+        files.clone(),
+        global.clone(),
+        bootstrap.clone(),
+        &initial.runtime,
+    );
+    let root = options
+        .handles
+        .scope
+        .create_root(initial, EffectsHub::new(ports))?;
     let session = session_id.to_string();
     root.store()
         .effects()
@@ -187,8 +193,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         })));
 
     // The transcript (created with the first message) and file history.
-    let writer =
-        TranscriptWriter::for_session(&layout).map_err(|e| OpenError::Other(e.to_string()))?;
+    let writer = TranscriptWriter::for_session(&layout)?;
     let recorder = Arc::new(Recorder::new(
         writer,
         session.clone(),
@@ -291,22 +296,20 @@ fn load_resumed(
                 ResumeError::UnknownSession { .. }
                 | ResumeError::InvalidId { .. }
                 | ResumeError::NoSuchFile { .. } => OpenError::NotFound(arg.clone()),
-                other => OpenError::Other(other.to_string()),
+                other => OpenError::Resume(other),
             })?
         }
         ResumeTarget::Continue => {
             let dir = paths::project_sessions_dir(config_dir, project_root);
             latest_in_project(&dir)
-                .map_err(|e| OpenError::Other(e.to_string()))?
-                .ok_or_else(|| OpenError::Other("No conversation found to continue".into()))?
+                .map_err(OpenError::Resume)?
+                .ok_or(OpenError::NothingToContinue { searched: dir })?
         }
     };
-    let loaded = LoadedSession::load(&path).map_err(|e| OpenError::Other(e.to_string()))?;
+    let loaded = LoadedSession::load(&path).map_err(OpenError::Resume)?;
     // A file with no transcript line is not a session: an error naming it, never an
     // empty session started in its place (issue 16).
-    loaded
-        .check_resumable()
-        .map_err(|e| OpenError::Other(e.to_string()))?;
+    loaded.check_resumable().map_err(OpenError::Resume)?;
     Ok((path, loaded))
 }
 

@@ -33,7 +33,7 @@ pub(crate) struct SessionHooks {
 impl ToolHooks for SessionHooks {
     fn before_edit(&self, path: &Path) -> Result<(), String> {
         // A store update; the hub writes the backup before this returns (see
-        // `engine::file_history`).
+        // `crate::file_history`).
         let prompt = lock(&self.prompt_uuid).clone();
         file_history::before_edit(&self.store, &self.file_history, path, &prompt)
     }

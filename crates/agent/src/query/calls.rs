@@ -13,8 +13,9 @@ use strata_protocol::message::ToolUseBlock;
 use strata_protocol::sdk::{PermissionDenial, PermissionResult};
 use tokio_util::sync::CancellationToken;
 
+use super::TurnContext;
+use super::ports::PermissionPrompt;
 use super::{INTERRUPTED_TOOL_RESULT, Run, set_in_progress};
-use crate::engine::{Inner, PermissionPrompt};
 use crate::permissions::{PermissionDecision, denial_output};
 use crate::tools::{ToolCall, ToolContext, ToolOutput};
 
@@ -34,7 +35,7 @@ struct Cleared {
 
 /// Runs `uses` and returns their results in order.
 pub(super) async fn run_calls(
-    inner: &Inner,
+    inner: &TurnContext<'_>,
     uses: &[ToolUseBlock],
     invalid_inputs: &HashMap<String, String>,
     cancel: &CancellationToken,
@@ -81,7 +82,7 @@ pub(super) async fn run_calls(
 /// Decides whether `tool_use` may run: the tool exists, its input is valid, and the
 /// permission rules allow it (or someone approved it). `Err` is the call's result.
 async fn clear(
-    inner: &Inner,
+    inner: &TurnContext<'_>,
     tool_use: &ToolUseBlock,
     cancel: &CancellationToken,
     run: &mut Run,
@@ -183,7 +184,7 @@ async fn clear(
 
 /// Counts a permission outcome in the app state's denial tracking; returns the counters
 /// after it.
-fn record_outcome(inner: &Inner, denied: bool) -> crate::permissions::DenialTracking {
+fn record_outcome(inner: &TurnContext<'_>, denied: bool) -> crate::permissions::DenialTracking {
     let mut after = Default::default();
     let _ = inner.store.update(|s| {
         let next = if denied {
@@ -201,7 +202,7 @@ fn record_outcome(inner: &Inner, denied: bool) -> crate::permissions::DenialTrac
 
 /// Runs the calls of one batch side by side and stores their outputs.
 async fn run_batch(
-    inner: &Inner,
+    inner: &TurnContext<'_>,
     ctx: &ToolContext,
     batch: Vec<Cleared>,
     outputs: &mut [Option<ToolOutput>],

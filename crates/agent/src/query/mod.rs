@@ -7,13 +7,21 @@
 //! content block and per tool result, fsynced at the end of the turn). The same messages
 //! go out through the engine's event sink as the SDK stream's shapes.
 //!
+//! A turn sees only its `TurnContext` (store, provider, tools, permission gate,
+//! recorder, events); opening, closing and interrupting a session are the engine's, and
+//! this module does not import it.
+//!
 //! An interrupt cancels the turn's token: the stream and running tools stop, tool calls
 //! left without results get an error result, and `[Request interrupted by user]` is
 //! recorded — so the conversation stays valid for the model and the session resumes
 //! cleanly (COMPAT: a resumed interrupted session continues from there).
 
 mod calls;
+mod context;
 mod conversation;
+pub(crate) mod ports;
+
+pub(crate) use self::context::{TurnContext, TurnHost};
 
 use crate::sync::lock;
 use std::collections::HashMap;
@@ -31,10 +39,9 @@ use strata_session::model_messages::INTERRUPTED_PREFIX;
 use strata_state::AppState;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::Inner;
-use crate::engine::cost::{RunTotals, boot_usage, response_cost};
-use crate::engine::record::UserLine;
+use crate::cost::{RunTotals, boot_usage, response_cost};
 use crate::provider::{MessageAccumulator, ModelRequest, ProviderError, StreamEvent};
+use crate::record::UserLine;
 
 /// The output budget of one response.
 const MAX_OUTPUT_TOKENS: u32 = 32_000;
@@ -67,7 +74,7 @@ enum Outcome {
 
 /// Runs `prompt` to the end of the turn and returns (and emits) the `result` line.
 pub(crate) async fn run_turn(
-    inner: &Inner,
+    inner: &TurnContext<'_>,
     prompt: Message,
     prompt_uuid: Option<String>,
     cancel: CancellationToken,
@@ -117,7 +124,7 @@ pub(crate) async fn run_turn(
 
 /// The turn itself. `Err` carries a failure already phrased for the user.
 async fn turn(
-    inner: &Inner,
+    inner: &TurnContext<'_>,
     prompt: Message,
     chosen_uuid: Option<String>,
     cancel: &CancellationToken,
@@ -141,7 +148,7 @@ async fn turn(
             },
         )
         .map_err(|e| format!("the prompt could not be recorded: {e}"))?;
-    *lock(&inner.prompt_uuid) = prompt_uuid.clone();
+    *lock(inner.prompt_uuid) = prompt_uuid.clone();
     snapshot_files(inner, &prompt_uuid);
     push_message(inner, prompt);
 
@@ -239,7 +246,7 @@ enum Streamed {
 /// Streams one response: each completed block is recorded as its own assistant line and
 /// emitted; usage and cost are counted when the response ends.
 async fn stream_response(
-    inner: &Inner,
+    inner: &TurnContext<'_>,
     cancel: &CancellationToken,
     run: &mut Run,
 ) -> Result<Streamed, String> {
@@ -352,7 +359,7 @@ struct BlockLines {
 impl BlockLines {
     fn completed(
         &mut self,
-        inner: &Inner,
+        inner: &TurnContext<'_>,
         acc: &MessageAccumulator,
         block: ContentBlock,
     ) -> Result<(), String> {
@@ -361,7 +368,7 @@ impl BlockLines {
         Ok(())
     }
 
-    fn flush(&mut self, inner: &Inner, acc: &MessageAccumulator) -> Result<(), String> {
+    fn flush(&mut self, inner: &TurnContext<'_>, acc: &MessageAccumulator) -> Result<(), String> {
         let Some(block) = self.held.take() else {
             return Ok(());
         };
@@ -405,7 +412,7 @@ fn tool_uses(blocks: &[ContentBlock]) -> Vec<ToolUseBlock> {
 
 /// Records an interrupted turn: error results for tool calls left unanswered, then the
 /// interruption notice, so the conversation stays well-formed for the next request.
-fn record_interruption(inner: &Inner, unanswered: &[ToolUseBlock]) {
+fn record_interruption(inner: &TurnContext<'_>, unanswered: &[ToolUseBlock]) {
     let mut blocks: Vec<ContentBlock> = unanswered
         .iter()
         .map(|u| ContentBlock::tool_result(&u.id, INTERRUPTED_TOOL_RESULT, true))
@@ -423,10 +430,10 @@ fn record_interruption(inner: &Inner, unanswered: &[ToolUseBlock]) {
 
 /// Takes the file-history snapshot of a prompt (the state files return to when the user
 /// rewinds to it) and records it.
-fn snapshot_files(inner: &Inner, prompt_uuid: &str) {
+fn snapshot_files(inner: &TurnContext<'_>, prompt_uuid: &str) {
     // A store update; the effects hub persists it (backups, then the entry).
     if let Err(e) =
-        crate::engine::file_history::snapshot_prompt(&inner.store, &inner.file_history, prompt_uuid)
+        crate::file_history::snapshot_prompt(inner.store, inner.file_history, prompt_uuid)
     {
         inner
             .bootstrap
@@ -435,7 +442,7 @@ fn snapshot_files(inner: &Inner, prompt_uuid: &str) {
 }
 
 /// Appends `message` to the conversation in the app store.
-fn push_message(inner: &Inner, message: Message) {
+fn push_message(inner: &TurnContext<'_>, message: Message) {
     let message = Arc::new(message);
     let _ = inner
         .store
@@ -443,7 +450,7 @@ fn push_message(inner: &Inner, message: Message) {
 }
 
 /// Publishes which tool calls are running (for the UI's spinner and tool views).
-pub(crate) fn set_in_progress(inner: &Inner, ids: &[String]) {
+pub(crate) fn set_in_progress(inner: &TurnContext<'_>, ids: &[String]) {
     let ids: imbl::OrdSet<SmolStr> = ids.iter().map(SmolStr::from).collect();
     let _ = inner.store.set(|s| {
         if s.in_progress_tool_use_ids == ids {
@@ -458,7 +465,7 @@ pub(crate) fn set_in_progress(inner: &Inner, ids: &[String]) {
 }
 
 /// The system prompt: who strata is and where it works.
-fn system_prompt(inner: &Inner) -> String {
+fn system_prompt(inner: &TurnContext<'_>) -> String {
     let date = chrono::Utc::now().format("%Y-%m-%d");
     format!(
         "You are strata, a coding agent working in the user's terminal. You help with software \

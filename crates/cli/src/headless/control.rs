@@ -5,7 +5,7 @@
 //! | `initialize`          | records the handshake (once per session)                  | the session's capabilities, below |
 //! | `interrupt`           | cancels the running turn (nothing to do between turns)    | success |
 //! | `set_permission_mode` | changes the mode through the engine's one gate; the engine emits `system/status` | success, or an error naming why (unknown mode, bypass not available) |
-//! | `set_model`           | changes the model (`null` or `"default"`: the default)    | success or error |
+//! | `set_model`           | changes the model (`null` or `"default"`: the default)    | success |
 //! | `rewind_files`        | restores files to their state at a user message           | the engine's report (JSON) or error |
 //! | anything else         | nothing                                                   | an error naming the subtype |
 //!
@@ -66,12 +66,16 @@ impl Controller {
                 }
                 Ok(None)
             }
-            ControlRequestBody::SetPermissionMode { mode } => {
-                self.engine.set_permission_mode(&mode).map(|()| None)
-            }
+            // The engine's typed errors are sent as their message text: the protocol's
+            // error response carries a string.
+            ControlRequestBody::SetPermissionMode { mode } => self
+                .engine
+                .set_permission_mode(&mode)
+                .map(|()| None)
+                .map_err(|e| e.to_string()),
             ControlRequestBody::SetModel { model } => {
-                let model = model.filter(|m| m != "default");
-                self.engine.set_model(model).map(|()| None)
+                self.engine.set_model(model.filter(|m| m != "default"));
+                Ok(None)
             }
             ControlRequestBody::RewindFiles {
                 user_message_id,
@@ -79,7 +83,8 @@ impl Controller {
             } => self
                 .engine
                 .rewind_files(&user_message_id, dry_run)
-                .map(Some),
+                .map(Some)
+                .map_err(|e| e.to_string()),
             ControlRequestBody::CanUseTool { .. } => {
                 Err("can_use_tool requests go from strata to the client, not the other way".into())
             }

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::io::Write as _;
 use std::sync::Arc;
 
-use strata_agent::engine::{Engine, EngineOptions, EventSink, OpenError, PermissionPrompter};
+use strata_agent::engine::{Engine, EngineHandles, EngineOptions, EventSink, PermissionPrompter};
 use strata_protocol::message::Message;
 use strata_protocol::sdk::{
     ControlResponse, ResultMessage, ResultSubtype, SdkMessage, SystemMessage,
@@ -51,6 +51,8 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     let options = EngineOptions {
         cwd: setup.cwd,
         config_dir: setup.config_dir,
+        // One session per process: the process's bootstrap state and session scope.
+        handles: EngineHandles::process(),
         provider: setup.provider,
         model: setup.model,
         permission: setup.permission,
@@ -67,8 +69,7 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     };
     let engine = match Engine::open(options).await {
         Ok(engine) => Arc::new(engine),
-        Err(err @ OpenError::NotFound(_)) => return Err(Failure::failed(err.to_string()).into()),
-        Err(OpenError::Other(message)) => return Err(Failure::failed(message).into()),
+        Err(err) => return Err(Failure::from(err).into()),
     };
     for warning in engine.warnings() {
         warn(format_args!("{warning}"));
@@ -134,10 +135,13 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     };
 
     let closed = match Arc::try_unwrap(engine) {
-        Ok(engine) => engine.close().await,
+        Ok(engine) => engine.close().await.map_err(Failure::from),
         // Every task that held the engine has ended by now; if one still does, its
         // transcript writer flushes when the last handle drops.
-        Err(_) => Err("the session is still in use and was not closed explicitly".into()),
+        Err(_) => Err(Failure::failed(
+            "could not close the session cleanly: the session is still in use and was not \
+             closed explicitly",
+        )),
     };
     sweep.finish();
     if let Some(writer) = writer {
@@ -146,14 +150,22 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     if let Some(result) = &last {
         print_final(setup.output, result);
     }
-    match &closed {
-        Ok(warnings) => warnings.iter().for_each(|w| warn(format_args!("{w}"))),
-        Err(err) => warn(format_args!("could not close the session cleanly: {err}")),
-    }
+    let closed = match closed {
+        Ok(warnings) => {
+            warnings.iter().for_each(|w| warn(format_args!("{w}")));
+            Ok(())
+        }
+        Err(failure) => Err(failure),
+    };
     if let Some(code) = interrupts.exit_code() {
+        // The signal's exit code wins; a close that failed is still told.
+        if let Err(failure) = &closed {
+            warn(format_args!("{failure}"));
+        }
         return Err(Failure::reported(code).into());
     }
-    if last.as_ref().is_some_and(|r| r.is_error) || closed.is_err() {
+    closed?;
+    if last.as_ref().is_some_and(|r| r.is_error) {
         return Err(Failure::reported(1).into());
     }
     Ok(())

@@ -34,7 +34,7 @@ use strata_state::{
 };
 use strata_store::Store;
 
-use super::record::Recorder;
+use crate::record::Recorder;
 use crate::sync::lock;
 
 /// The file-history port of one session: backups into the session's backup folder,
