@@ -32,7 +32,9 @@ pub struct SettingsChange {
     pub path: PathBuf,
 }
 
-/// A running watch over every settings source. Dropping it stops the watch.
+/// A running watch over every settings source. Dropping it stops the watch and waits for
+/// its thread to end, so nothing the callback holds (a session's store, and through it
+/// the transcript writer and its lock) outlives the watcher.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -46,9 +48,24 @@ pub struct SettingsChange {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct SettingsWatcher {
-    // Held for its Drop: dropping the debouncer stops its thread, which drops the event
-    // sender, which ends our dispatch thread.
-    _state: Arc<Mutex<WatchState>>,
+    // Dropped first in `Drop`: dropping the debouncer stops its thread, which drops the
+    // event sender, which ends our dispatch thread.
+    state: Option<Arc<Mutex<WatchState>>>,
+    /// The dispatch thread, joined on drop.
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for SettingsWatcher {
+    fn drop(&mut self) {
+        drop(self.state.take());
+        if let Some(thread) = self.thread.take()
+            // A callback that drops its own watcher must not wait for itself.
+            && thread.thread().id() != std::thread::current().id()
+            && thread.join().is_err()
+        {
+            tracing::error!("the settings watcher's thread panicked");
+        }
+    }
 }
 
 impl std::fmt::Debug for SettingsWatcher {
@@ -84,7 +101,7 @@ impl SettingsWatcher {
         let state = Arc::new(Mutex::new(state));
         let weak: Weak<Mutex<WatchState>> = Arc::downgrade(&state);
         let locations = locations.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("strata-settings-watch".into())
             .spawn(move || {
                 for batch in rx {
@@ -129,7 +146,10 @@ impl SettingsWatcher {
                 }
             })
             .map_err(|e| ConfigError::io("start a thread to watch", Path::new("settings"), e))?;
-        Ok(Self { _state: state })
+        Ok(Self {
+            state: Some(state),
+            thread: Some(thread),
+        })
     }
 }
 
