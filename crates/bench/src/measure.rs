@@ -38,3 +38,23 @@ pub(crate) fn peak_rss_mb() -> Option<f64> {
 fn page_size() -> u64 {
     4096
 }
+
+/// CPU time (user + system) of the children of this process that have been waited for,
+/// in milliseconds, from `/proc/self/stat` (`cutime` + `cstime`, 10 ms resolution). The
+/// difference across one child's run is that child's CPU time: on a shared machine its
+/// wall time depends on what else runs, its CPU time much less.
+pub(crate) fn children_cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which is in parentheses and may hold spaces):
+    // `state` is the first, `cutime` and `cstime` the 14th and 15th.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(13)?.parse::<f64>().ok()? + fields.get(14)?.parse::<f64>().ok()?;
+    Some(ticks * 10.0)
+}
+
+/// The median of `samples` (sorted here); `None` when there are none.
+pub(crate) fn median(samples: &mut [f64]) -> Option<f64> {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied()
+}

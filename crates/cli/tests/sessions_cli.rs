@@ -118,11 +118,12 @@ fn sp2_list_json_has_exactly_the_documented_keys_newest_first() {
         .iter()
         .map(|r| r["sessionId"].as_str().unwrap())
         .collect();
+    // Newest by the `updatedAt` shown, not by the copies' modification times.
     assert_eq!(
         ids,
         [
-            "tool_heavy",
             "4d5611e5-241a-462a-8d15-5122611a9569",
+            "tool_heavy",
             "short"
         ]
     );
@@ -148,7 +149,7 @@ fn sp2_list_json_has_exactly_the_documented_keys_newest_first() {
     assert_eq!(rows[2]["messageCount"], 9);
     assert_eq!(rows[2]["createdAt"], "2026-02-10T21:11:52.438Z");
     assert_eq!(rows[2]["projectDir"], "/home/marco/projects/spotter");
-    assert_eq!(rows[1]["updatedAt"], "2026-02-12T21:03:34.206Z");
+    assert_eq!(rows[0]["updatedAt"], "2026-02-12T21:03:34.206Z");
 }
 
 #[test]

@@ -14,6 +14,7 @@
 
 mod decode;
 mod models;
+mod wire;
 
 use std::sync::Arc;
 
@@ -234,7 +235,7 @@ struct Body<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<Value>,
-    messages: &'a [Arc<Message>],
+    messages: wire::Messages<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -251,19 +252,20 @@ pub(crate) fn request_body(
     mut request: ModelRequest,
     caching: bool,
 ) -> Result<Vec<u8>, ProviderError> {
-    for message in &mut request.messages {
-        // Messages are shared with the app state: only one that needs cleaning is copied.
-        if !needs_cleaning(message, caching) {
-            continue;
-        }
-        if let MessageContent::Blocks(blocks) = &mut Arc::make_mut(message).content {
-            for block in blocks {
-                if let ContentBlock::ToolUse(t) = block {
-                    t.caller = None;
-                }
-                if caching && let Some(extra) = block_extra(block) {
-                    extra.remove("cache_control");
-                }
+    // Messages are shared with the app state, and a resumed conversation is tens of
+    // megabytes: the ones that need cleaning (a tool use's `caller`, someone else's
+    // `cache_control`) are cleaned while they are written (`wire`), not copied. Only the
+    // last message, which gets the breakpoint, is cleaned in place (and so copied).
+    if let Some(last) = request.messages.last_mut()
+        && needs_cleaning(last, caching)
+        && let MessageContent::Blocks(blocks) = &mut Arc::make_mut(last).content
+    {
+        for block in blocks {
+            if let ContentBlock::ToolUse(t) = block {
+                t.caller = None;
+            }
+            if caching && let Some(extra) = block_extra(block) {
+                extra.remove("cache_control");
             }
         }
     }
@@ -298,12 +300,15 @@ pub(crate) fn request_body(
         model: &model,
         max_tokens,
         system,
-        messages: &request.messages,
+        messages: wire::Messages {
+            messages: &request.messages,
+            caching,
+        },
         tools,
         thinking,
         stream: true,
     };
-    serde_json::to_vec(&body).map_err(|e| ProviderError::Protocol {
+    super::transport::json_body(&body).map_err(|e| ProviderError::Protocol {
         provider: NAME,
         message: format!("cannot encode the request: {e}"),
     })
@@ -320,7 +325,7 @@ fn tool_json(tool: &ToolDefinition) -> Value {
 /// The unknown-field map of a block that accepts `cache_control`.
 /// Whether `message` holds a tool use's `caller` (never sent to the model) or, when
 /// strata places its own cache breakpoints, a `cache_control` from elsewhere.
-fn needs_cleaning(message: &Message, caching: bool) -> bool {
+pub(super) fn needs_cleaning(message: &Message, caching: bool) -> bool {
     let MessageContent::Blocks(blocks) = &message.content else {
         return false;
     };
@@ -341,7 +346,7 @@ fn needs_cleaning(message: &Message, caching: bool) -> bool {
     })
 }
 
-fn block_extra(block: &mut ContentBlock) -> Option<&mut Map<String, Value>> {
+pub(super) fn block_extra(block: &mut ContentBlock) -> Option<&mut Map<String, Value>> {
     match block {
         ContentBlock::Text(b) => Some(&mut b.extra),
         ContentBlock::ToolUse(b) => Some(&mut b.extra),

@@ -72,8 +72,9 @@ pub(crate) struct HttpCall {
     pub(crate) url: String,
     /// Authentication and protocol headers (content type is added here).
     pub(crate) headers: HeaderMap,
-    /// The JSON body.
-    pub(crate) body: Vec<u8>,
+    /// The JSON body. Shared, not copied, by every attempt: a resumed session's request
+    /// can be tens of megabytes, and a `Vec` given to each send would be a copy each.
+    pub(crate) body: bytes::Bytes,
     /// How to retry.
     pub(crate) policy: RetryPolicy,
     /// How to read an error response.
@@ -122,12 +123,34 @@ impl Endpoint {
             client: self.client.clone(),
             url: self.url.clone(),
             headers: self.headers.clone(),
-            body,
+            // Takes the buffer over (no copy).
+            body: bytes::Bytes::from(body),
             policy: self.policy,
             read_error: self.read_error,
         };
         sse_stream(call, decoder, cancel)
     }
+}
+
+/// Address space reserved for a request body before it is written.
+///
+/// A resumed session's first request can be tens of megabytes (28 MB for a 100 MB
+/// transcript). A buffer that starts small doubles as it fills; once the allocator
+/// serves such sizes from its heap (glibc does after large blocks were freed, e.g. the
+/// resume scratch, which raises its mmap threshold up to 32 MiB), each doubling copies,
+/// and the old half stays resident beside the new buffer: 45 MB of peak for a 28 MB
+/// body. A reservation above every mmap threshold is mapped on its own: its pages cost
+/// memory only once written, and growing past it is a remap, not a copy. (Measured with
+/// `strata-bench headless --only resume`.)
+const BODY_RESERVE: usize = 64 << 20;
+
+/// `value` as a JSON request body (see [`BODY_RESERVE`]).
+pub(crate) fn json_body<T: serde::Serialize + ?Sized>(
+    value: &T,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = Vec::with_capacity(BODY_RESERVE);
+    serde_json::to_writer(&mut out, value)?;
+    Ok(out)
 }
 
 /// Sends `call` and streams its response through a decoder made by `decoder`.

@@ -40,7 +40,7 @@ pub(crate) struct SessionsArgs {
 
 #[derive(Debug, Subcommand)]
 enum SessionsCommand {
-    /// List sessions, newest first.
+    /// List sessions, the most recently updated first (by the UPDATED time shown).
     List(ListArgs),
     /// Show a session as resume rebuilds it: live conversation, repairs, metadata, cost.
     Show(ShowArgs),
@@ -91,12 +91,13 @@ fn config_and_project() -> anyhow::Result<(PathBuf, PathBuf)> {
 #[allow(clippy::print_stderr)] // warnings about skipped files go to stderr
 fn list(args: ListArgs) -> anyhow::Result<()> {
     let (config, project) = config_and_project()?;
-    let listing = if args.all_projects {
+    let mut listing = if args.all_projects {
         listing::list_all(&config)
     } else {
         listing::list_project(&config, &project)
     }
     .map_err(|e| Failure::failed(e.to_string()))?;
+    order_by_shown_time(&mut listing.sessions);
     for (path, why) in &listing.unreadable {
         eprintln!("skipped unreadable transcript {}: {why}", path.display());
     }
@@ -115,6 +116,23 @@ fn list(args: ListArgs) -> anyhow::Result<()> {
         output::print(&list_table(&listing, args.all_projects, &project))?;
     }
     Ok(())
+}
+
+/// Orders `sessions` newest first by the time the listing shows for them: the last
+/// entry's timestamp (`UPDATED`, `updatedAt`). The library lists by file modification
+/// time, which a copy, a `touch` or a backup restore changes without the session
+/// changing, so a table sorted by it could show an older UPDATED above a newer one. A
+/// session with no readable timestamp (it shows `-`) goes by its modification time.
+/// Ties go by session id, descending, as the library's order does.
+fn order_by_shown_time(sessions: &mut [SessionSummary]) {
+    sessions.sort_by_cached_key(|s| std::cmp::Reverse((shown_time(s), s.session_id.clone())));
+}
+
+fn shown_time(s: &SessionSummary) -> std::time::SystemTime {
+    s.updated_at
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map_or(s.modified, std::time::SystemTime::from)
 }
 
 fn summary_json(s: &SessionSummary) -> Value {

@@ -134,6 +134,12 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         }
     };
 
+    // The conversation is kept past the engine and never freed: the process ends right
+    // after this, and the operating system takes the memory back in one go, where
+    // freeing a resumed conversation message by message (tens of megabytes of small
+    // allocations) adds tens of milliseconds to every `strata -p --resume` (issue 10).
+    // Only message data is kept: no handle, file or channel.
+    let _conversation = std::mem::ManuallyDrop::new(engine.store().get().messages.clone());
     let closed = match Arc::try_unwrap(engine) {
         Ok(engine) => engine.close().await.map_err(Failure::from),
         // Every task that held the engine has ended by now; if one still does, its

@@ -56,9 +56,11 @@ pub(super) fn request_body(
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    serde_json::to_vec(&Value::Object(body)).map_err(|e| ProviderError::Protocol {
-        provider: NAME,
-        message: format!("cannot encode the request: {e}"),
+    crate::provider::transport::json_body(&Value::Object(body)).map_err(|e| {
+        ProviderError::Protocol {
+            provider: NAME,
+            message: format!("cannot encode the request: {e}"),
+        }
     })
 }
 
