@@ -203,22 +203,11 @@ fn creatable_within(dir: &Path, root: &Path) -> bool {
     crate::paths::resolves_within(&dir, &root)
 }
 
-/// `path` with `.` removed and `..` applied to the part before it (no filesystem access;
-/// used only with the resolved check above).
+/// `path` made absolute (against the working directory) with `.` and `..` applied
+/// lexically; used only with the resolved check above.
 fn lexical(path: &Path) -> PathBuf {
-    use std::path::Component;
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
+    crate::paths::normalize_lexically(&path)
 }
 
 /// Takes the exclusive lock that serializes writers of `path` (in `dir`).
