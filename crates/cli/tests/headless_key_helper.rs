@@ -111,3 +111,26 @@ async fn a_key_from_the_api_key_helper_is_redacted_from_tool_results() {
         }
     }
 }
+
+/// The `init` line says where the key came from: `apiKeyHelper` when the settings' helper
+/// supplies it (it said `none`).
+#[tokio::test]
+async fn regression_the_init_line_names_the_api_key_helper_as_the_key_source() {
+    let env = Env::new();
+    settings(&env, "printf key-from-helper");
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Hello."));
+    let mut cmd = env.command(
+        None,
+        &["-p", "hi", "--output-format", "stream-json", "--verbose"],
+    );
+    cmd.env("ANTHROPIC_BASE_URL", server.url());
+    let run = run_command(cmd, "").await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let init = run
+        .lines()
+        .into_iter()
+        .find(|l| l["type"] == "system" && l["subtype"] == "init")
+        .unwrap();
+    assert_eq!(init["apiKeySource"], "apiKeyHelper", "{init}");
+}

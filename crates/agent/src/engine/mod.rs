@@ -201,7 +201,7 @@ impl Engine {
             model: inner.model(),
             permission_mode: state.tool_permission_context.mode.to_string(),
             slash_commands: Vec::new(),
-            api_key_source: api_key_source(inner.provider.name()),
+            api_key_source: inner.provider.api_key_source().to_owned(),
             claude_code_version: env!("CARGO_PKG_VERSION").to_owned(),
             output_style: "default".to_owned(),
             uuid: uuid::Uuid::new_v4().to_string(),
@@ -363,19 +363,5 @@ impl TurnHost for Inner {
 
     fn model(&self) -> String {
         Inner::model(self)
-    }
-}
-
-/// Where the credentials of `provider` came from, for the `init` line.
-fn api_key_source(provider: &str) -> String {
-    let var = match provider {
-        "anthropic" => "ANTHROPIC_API_KEY",
-        "openai" => "OPENAI_API_KEY",
-        _ => return "none".to_owned(),
-    };
-    if std::env::var_os(var).is_some() {
-        var.to_owned()
-    } else {
-        "none".to_owned()
     }
 }

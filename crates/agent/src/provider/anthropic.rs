@@ -190,6 +190,18 @@ impl Provider for AnthropicProvider {
         NAME
     }
 
+    fn api_key_source(&self) -> &'static str {
+        if self.config.api_key.is_some() {
+            "ANTHROPIC_API_KEY"
+        } else if self.config.auth_token.is_some() {
+            "ANTHROPIC_AUTH_TOKEN"
+        } else if self.key_helper.is_some() {
+            "apiKeyHelper"
+        } else {
+            "none"
+        }
+    }
+
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream {
         let body = request_body(request, self.config.prompt_caching);
         let Some(helper) = self.key_helper.clone() else {

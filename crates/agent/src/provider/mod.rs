@@ -242,6 +242,13 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// also while waiting between retries.
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream;
 
+    /// Where the credentials come from, as the headless `init` line's `apiKeySource`
+    /// names it (`ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`, `apiKeyHelper`,
+    /// `OPENAI_API_KEY`, or `none`).
+    fn api_key_source(&self) -> &'static str {
+        "none"
+    }
+
     /// The model used when the user names none (`--model` overrides it): see
     /// [`ANTHROPIC_DEFAULT_MODEL`], [`OPENAI_DEFAULT_MODEL`]; a replay answers with the
     /// model of its first recorded response.

@@ -145,6 +145,14 @@ impl Provider for OpenAiProvider {
         NAME
     }
 
+    fn api_key_source(&self) -> &'static str {
+        if self.config.api_key.is_some() {
+            "OPENAI_API_KEY"
+        } else {
+            "none"
+        }
+    }
+
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream {
         let body = convert::request_body(&request, self.config.is_openai_service());
         self.endpoint
