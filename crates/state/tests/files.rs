@@ -207,7 +207,7 @@ fn ui7_an_external_edit_of_a_settings_file_is_applied_to_the_store() {
     let _ = s.root.update(|st| {
         st.tool_permission_context.always_allow_rules.add(
             RuleSource::Session,
-            strata_state::PermissionRule::parse("Bash(ls)"),
+            strata_state::PermissionRule::parse("Bash(ls)").unwrap(),
         );
     });
     let _watcher = s

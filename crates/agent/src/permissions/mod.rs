@@ -57,9 +57,7 @@ pub use self::mode::{
     BypassAvailability, InitialMode, LaunchFlags, ModeError, check_mode_change,
     enforce_bypass_availability, initial_mode, next_mode,
 };
-pub use self::rules::{
-    PermissionRule, RuleBehavior, RuleError, RuleSet, RuleSource, split_rule_list,
-};
+pub use self::rules::RuleSet;
 pub use self::suggest::suggestions;
 #[cfg(doc)]
 use crate::tools::Tool;
@@ -145,8 +143,10 @@ impl PermissionContext {
         let project_root = project_root.into();
         let initial = initial_mode(launch.flags, launch.mode, settings)?;
         let permissions = settings.permissions.as_ref();
-        let (rules, rule_errors) =
-            RuleSet::from_sources(permissions, &launch.allowed_tools, &launch.disallowed_tools);
+        let (by_source, mut rule_errors) = rules::unattributed(settings);
+        let (rules, flag_errors) =
+            RuleSet::from_sources(&by_source, &launch.allowed_tools, &launch.disallowed_tools);
+        rule_errors.extend(flag_errors);
         let mut ctx = Self::new(project_root);
         let dirs: Vec<String> = permissions
             .and_then(|p| p.additional_directories.clone())
