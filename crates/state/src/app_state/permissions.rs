@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use strata_config::{MergedSettings, SettingsSource};
+use strata_config::{MergedSettings, SettingsSource, UnknownPermissions};
 use strata_protocol::permission::PermissionMode;
 use strata_protocol::settings::Settings;
 
@@ -142,6 +142,9 @@ pub struct SettingsPermissions {
     pub ask: RulesBySource,
     /// `permissions.additionalDirectories` with the source that added each.
     pub additional_directories: imbl::OrdMap<Arc<Path>, RuleSource>,
+    /// Settings files whose rules cannot be known (see
+    /// [`ToolPermissionContext::unknown_settings_rules`]).
+    pub unknown: imbl::Vector<UnknownPermissions>,
 }
 
 impl SettingsPermissions {
@@ -155,7 +158,10 @@ impl SettingsPermissions {
     /// with the rules that do not parse (left out: the settings loader has already made a
     /// file with a bad deny or ask entry unknown, and a bad allow rule only narrows).
     pub fn parse_merged(merged: &MergedSettings) -> (Self, Vec<RuleError>) {
-        let mut out = Self::default();
+        let mut out = Self {
+            unknown: merged.unknown_permissions.iter().cloned().collect(),
+            ..Self::default()
+        };
         let mut errors = Vec::new();
         for entry in merged.entries() {
             let [first, key] = entry.key.as_slice() else {
@@ -256,6 +262,11 @@ pub struct ToolPermissionContext {
     pub should_avoid_permission_prompts: bool,
     /// The mode to return to when plan mode is left.
     pub pre_plan_mode: Option<PermissionMode>,
+    /// Settings files whose permission rules cannot be known (they do not parse, or their
+    /// `permissions` do not, and no good version was read before). While there is one, its
+    /// deny rules might name any call: a decision fails closed (asks, or denies where no
+    /// one can be asked). Replaced with the settings on every reload.
+    pub unknown_settings_rules: imbl::Vector<UnknownPermissions>,
 }
 
 impl ToolPermissionContext {
@@ -276,6 +287,7 @@ impl ToolPermissionContext {
             always_deny_rules: self.always_deny_rules.with_settings_rules(&settings.deny),
             always_ask_rules: self.always_ask_rules.with_settings_rules(&settings.ask),
             additional_working_directories: dirs,
+            unknown_settings_rules: settings.unknown.clone(),
             ..self.clone()
         }
     }
