@@ -9,8 +9,9 @@
 //!    names a Bash command when a command's program cannot be known before it runs
 //!    (`$X x`, `eval "$S"`, `echo … | sh`: it may be the denied one);
 //! 2. in **plan** mode, a call that is not read-only is refused;
-//! 3. while a settings file's rules cannot be read ([`RuleSet::unknown`]), every call
-//!    asks (also in bypass mode; denied where no one can be asked);
+//! 3. while a settings file's rules cannot be read ([`RuleSet::unknown`], filled for
+//!    a tool call from the app state's `ToolPermissionContext::unknown_settings_rules`),
+//!    every call asks (also in bypass mode; denied where no one can be asked);
 //! 4. a matching **ask** rule asks (also in bypass mode), and so does any ask rule
 //!    that names a Bash command for a command whose program is unknown;
 //! 5. **bypassPermissions** (when available) allows;
