@@ -1,8 +1,10 @@
 //! The rules a decision reads, in `allow`, `deny` and `ask` lists.
 //!
 //! The rule itself, its grammar, behaviours, sources and parse errors belong to the
-//! permission domain of the app state (`strata_state::PermissionRule`, …). Rules come from the merged settings (`permissions.allow/deny/ask`) and from the
-//! command line (`--allowedTools` adds allow rules, `--disallowedTools` deny rules).
+//! permission domain of the app state (`strata_state::PermissionRule`, …). Rules come
+//! from the merged settings (`permissions.allow/deny/ask`, each filed under the file it
+//! came from) and from the command line (`--allowedTools` adds allow rules,
+//! `--disallowedTools` deny rules, both filed under `RuleSource::CliArg`).
 //! An allow rule that does not parse is reported (with where it came from) and skipped:
 //! leaving it out only narrows what is allowed. A deny or ask entry of a settings file
 //! that does not parse makes that file's rules unusable instead (the settings loader
