@@ -354,7 +354,7 @@ fn relative_paths_resolve_against_the_working_directory() {
 fn disallowed_tools_flag_denies_and_allowed_tools_flag_allows() {
     let e = env();
     let (rules, errors) = RuleSet::from_sources(
-        None,
+        &strata_state::SettingsPermissions::default(),
         &["Bash(git diff:*) Edit".to_owned()],
         &["Bash(git push:*)".to_owned()],
     );

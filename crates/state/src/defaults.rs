@@ -17,7 +17,7 @@ use strata_protocol::settings::Settings;
 
 use crate::app_state::{
     AppState, ExpandedView, PermissionRule, PromptSuggestion, RuleSource, SettingsPermissions,
-    ToolPermissionContext, UiState,
+    ToolPermissionContext, UiState, split_rule_list,
 };
 
 /// The settings key (not typed by the schema, kept in `Settings::extra`) that turns
@@ -136,15 +136,19 @@ pub fn default_app_state(facts: RuntimeFacts) -> AppState {
         ..ToolPermissionContext::default()
     }
     .with_settings_permissions(&facts.settings_permissions);
-    for rule in &facts.cli_allow {
-        context
-            .always_allow_rules
-            .add(RuleSource::CliArg, PermissionRule::parse(rule));
+    // A rule that does not parse is reported by the session's opener (a bad
+    // `--disallowedTools` stops it before anything runs).
+    for rule in facts.cli_allow.iter().flat_map(|v| split_rule_list(v)) {
+        if let Ok(rule) = PermissionRule::parse(&rule) {
+            context.always_allow_rules.add(RuleSource::CliArg, rule);
+        }
     }
-    for rule in &facts.cli_deny {
-        context
-            .always_deny_rules
-            .add(RuleSource::CliArg, PermissionRule::parse(rule));
+    // A rule that does not parse is reported by the session's opener (a bad
+    // `--disallowedTools` stops it before anything runs).
+    for rule in facts.cli_deny.iter().flat_map(|v| split_rule_list(v)) {
+        if let Ok(rule) = PermissionRule::parse(&rule) {
+            context.always_deny_rules.add(RuleSource::CliArg, rule);
+        }
     }
     for dir in &facts.cli_additional_directories {
         context

@@ -207,7 +207,7 @@ fn ui7_an_external_edit_of_a_settings_file_is_applied_to_the_store() {
     let _ = s.root.update(|st| {
         st.tool_permission_context.always_allow_rules.add(
             RuleSource::Session,
-            strata_state::PermissionRule::parse("Bash(ls)"),
+            strata_state::PermissionRule::parse("Bash(ls)").unwrap(),
         );
     });
     let _watcher = s
@@ -378,4 +378,39 @@ fn ui7_a_broken_edit_keeps_the_last_good_rules_for_the_reload_hook() {
         broken,
         "nothing is written back"
     );
+}
+
+/// Fail closed in the store (issue 16, issue 10): a settings file whose rules cannot be
+/// read is listed in the app state's permission context from the start, and a fixed
+/// file takes it off the list on the next reload.
+#[test]
+fn unreadable_settings_rules_are_unknown_in_the_store_until_the_file_is_fixed() {
+    let s = session(|_, l| {
+        fs::create_dir_all(l.local.parent().unwrap()).unwrap();
+        fs::write(&l.local, r#"{"permissions":{"deny":["Bash(rm:*)"],,}}"#).unwrap();
+    });
+    let unknown = s
+        .root
+        .get()
+        .tool_permission_context
+        .unknown_settings_rules
+        .clone();
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert_eq!(
+        unknown[0].file,
+        s.files.locations().local.display().to_string()
+    );
+
+    fs::write(
+        &s.files.locations().local,
+        r#"{"permissions":{"deny":["Bash(rm:*)"]}}"#,
+    )
+    .unwrap();
+    let merged = s.files.load();
+    let _ = s
+        .root
+        .apply_settings_change(strata_config::SettingsSource::Local, &merged);
+    let st = s.root.get();
+    assert!(st.tool_permission_context.unknown_settings_rules.is_empty());
+    assert_eq!(st.tool_permission_context.always_deny_rules.len(), 1);
 }

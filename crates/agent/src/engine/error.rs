@@ -13,9 +13,9 @@ use strata_protocol::permission::ParsePermissionModeError;
 use strata_session::file_history::FileHistoryError;
 use strata_session::resume::ResumeError;
 use strata_session::writer::WriterError;
-use strata_state::RootError;
+use strata_state::{RootError, RuleError};
 
-use crate::permissions::{ModeError, RuleError};
+use crate::permissions::ModeError;
 
 /// Why a session could not be opened ([`Engine::open`](super::Engine::open)).
 #[derive(Debug, thiserror::Error)]

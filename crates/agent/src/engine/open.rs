@@ -15,7 +15,7 @@ use strata_session::resume::{
 };
 use strata_session::writer::TranscriptWriter;
 use strata_state::effects::{EffectError, SdkStatusPort};
-use strata_state::{EffectsHub, Ports, RuntimeFacts, default_app_state};
+use strata_state::{EffectsHub, Ports, RuntimeFacts, SettingsPermissions, default_app_state};
 
 use super::cost;
 use super::live_settings::{self, LivePermissions};
@@ -124,14 +124,20 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
 
     // Permissions and tools. A `--disallowedTools` rule that does not parse would deny
     // nothing: the session does not start rather than run what the user meant to forbid.
-    let (_, deny_errors) = RuleSet::from_sources(None, &[], &options.permission.disallowed_tools);
+    let (_, deny_errors) = RuleSet::from_sources(
+        &SettingsPermissions::default(),
+        &[],
+        &options.permission.disallowed_tools,
+    );
     if let Some(e) = deny_errors.into_iter().next() {
         return Err(OpenError::DisallowedRule(e));
     }
     let (mut permissions, permission_warnings) =
         PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)?;
-    // Files whose rules cannot be read make every call ask (fail closed, issue 16).
-    Arc::make_mut(&mut permissions.rules).unknown = merged.unknown_permissions.clone();
+    // The rules filed under the settings file each came from, and the files whose rules
+    // cannot be read, which make every call ask (fail closed, issue 16). The rule
+    // problems are the ones `from_launch` reported.
+    let _reported = permissions.reload_settings(&merged, &options.permission);
     // The config directory this session runs with is protected too (it may differ from
     // the environment's, e.g. in tests and embedders).
     permissions

@@ -14,7 +14,9 @@ use strata_config::SettingsSource;
 use strata_protocol::sdk::{PermissionUpdate, RuleBehaviorName, UpdateDestination, parse_updates};
 
 use super::Inner;
-use crate::permissions::{PermissionContext, PermissionRule, RuleSource};
+use strata_state::{PermissionRule, RuleBehavior, RuleSource};
+
+use crate::permissions::PermissionContext;
 
 /// The changes made to the permission rules and directories during the session.
 #[derive(Debug, Default, Clone)]
@@ -29,7 +31,7 @@ pub(crate) struct SessionPermissions {
 
 /// Whether two rules say the same (wherever they came from).
 fn same(a: &PermissionRule, b: &PermissionRule) -> bool {
-    a.tool == b.tool && a.pattern == b.pattern
+    a.same_as(b)
 }
 
 impl SessionPermissions {
@@ -90,23 +92,20 @@ impl Inner {
         }
         let rules = std::sync::Arc::make_mut(&mut permissions.rules);
         for (behavior, list) in [
-            (RuleBehaviorName::Allow, &mut rules.allow),
-            (RuleBehaviorName::Deny, &mut rules.deny),
-            (RuleBehaviorName::Ask, &mut rules.ask),
+            (RuleBehaviorName::Allow, RuleBehavior::Allow),
+            (RuleBehaviorName::Deny, RuleBehavior::Deny),
+            (RuleBehaviorName::Ask, RuleBehavior::Ask),
         ] {
-            list.retain(|r| {
+            let list = rules.list_mut(list);
+            list.retain(|_, r| {
                 !session
                     .removed
                     .iter()
                     .any(|(b, gone)| *b == behavior && same(r, gone))
             });
-            list.extend(
-                session
-                    .added
-                    .iter()
-                    .filter(|(b, _, _)| *b == behavior)
-                    .map(|(_, _, r)| r.clone()),
-            );
+            for (_, _, rule) in session.added.iter().filter(|(b, _, _)| *b == behavior) {
+                list.add(RuleSource::Session, rule.clone());
+            }
         }
         permissions
             .additional_directories
@@ -332,8 +331,7 @@ fn parse_rules(texts: &[String]) -> Result<Vec<PermissionRule>, String> {
     texts
         .iter()
         .map(|t| {
-            PermissionRule::parse(t, RuleSource::Session)
-                .map_err(|e| format!("permission rule {t:?} ignored: {e}"))
+            PermissionRule::parse(t).map_err(|e| format!("permission rule {t:?} ignored: {e}"))
         })
         .collect()
 }

@@ -7,11 +7,11 @@ use serde_json::Value;
 use strata_protocol::permission::PermissionMode;
 
 use super::matching::{CommandLine, ResolvedPath, compile_path_pattern, is_inside, is_protected};
-use super::rules::{PermissionRule, RuleBehavior};
 use super::{PermissionContext, PermissionDecision};
 use crate::tools::bash::analysis::Unknown;
 use crate::tools::bash::analysis::writes::writes;
 use crate::tools::{PermissionSubject, Tool};
+use strata_state::{PermissionRule, RuleBehavior, RuleSource};
 
 /// What a call touches, resolved for matching.
 enum Subject {
@@ -136,21 +136,25 @@ impl PermissionContext {
 
     /// `Ok` for a final decision, `Err(reason)` for "would ask".
     fn decide(&self, call: &Call<'_>) -> Result<PermissionDecision, String> {
-        if let Some(rule) = self.first_match(RuleBehavior::Deny, call) {
+        if let Some((source, rule)) = self.first_match(RuleBehavior::Deny, call) {
             return Ok(PermissionDecision::Deny {
                 reason: format!(
                     "Permission to use {} was denied by the rule `{rule}` ({} deny).",
-                    call.describe, rule.source
+                    call.describe,
+                    source.describe(RuleBehavior::Deny)
                 ),
             });
         }
-        if let Some((rule, unknown)) = self.unknown_program(RuleBehavior::Deny, call) {
+        if let Some((source, rule, unknown)) = self.unknown_program(RuleBehavior::Deny, call) {
             return Ok(PermissionDecision::Deny {
                 reason: format!(
                     "Permission to use {} was denied: what `{}` runs cannot be checked \
                      against the rule `{rule}` ({} deny) before it runs: {}. Write the \
                      command so that the program it runs is spelled out.",
-                    call.describe, unknown.command, rule.source, unknown.why
+                    call.describe,
+                    unknown.command,
+                    source.describe(RuleBehavior::Deny),
+                    unknown.why
                 ),
             });
         }
@@ -168,17 +172,21 @@ impl PermissionContext {
         if let Some(outcome) = self.unknown_rules_decision(&call.describe) {
             return outcome;
         }
-        if let Some(rule) = self.first_match(RuleBehavior::Ask, call) {
+        if let Some((source, rule)) = self.first_match(RuleBehavior::Ask, call) {
             return Err(format!(
                 "{} requires approval by the rule `{rule}` ({} ask)",
-                call.describe, rule.source
+                call.describe,
+                source.describe(RuleBehavior::Ask)
             ));
         }
-        if let Some((rule, unknown)) = self.unknown_program(RuleBehavior::Ask, call) {
+        if let Some((source, rule, unknown)) = self.unknown_program(RuleBehavior::Ask, call) {
             return Err(format!(
                 "{} requires approval: what `{}` runs cannot be checked against the rule \
                  `{rule}` ({} ask) before it runs: {}",
-                call.describe, unknown.command, rule.source, unknown.why
+                call.describe,
+                unknown.command,
+                source.describe(RuleBehavior::Ask),
+                unknown.why
             ));
         }
         if self.mode == PermissionMode::BypassPermissions && self.bypass.is_available() {
@@ -310,18 +318,22 @@ impl PermissionContext {
     /// Whether a rule names this call's tool, directly or through the file aliases.
     fn names(&self, rule: &PermissionRule, call: &Call<'_>) -> bool {
         rule.names_tool(call.tool)
-            || (rule.tool == "Edit" && call.class == Class::EditsPath)
-            || (rule.tool == "Read" && call.class == Class::ReadsPath)
+            || (rule.tool_name == "Edit" && call.class == Class::EditsPath)
+            || (rule.tool_name == "Read" && call.class == Class::ReadsPath)
     }
 
     /// The first rule of `behavior` that matches the call (any part of a command, any
     /// form of a path).
-    fn first_match(&self, behavior: RuleBehavior, call: &Call<'_>) -> Option<&PermissionRule> {
-        self.rules.list(behavior).iter().find(|rule| {
+    fn first_match(
+        &self,
+        behavior: RuleBehavior,
+        call: &Call<'_>,
+    ) -> Option<(RuleSource, &PermissionRule)> {
+        self.rules.list(behavior).iter().find(|(_, rule)| {
             if !self.names(rule, call) {
                 return false;
             }
-            let Some(pattern) = &rule.pattern else {
+            let Some(pattern) = &rule.content else {
                 return true;
             };
             match &call.subject {
@@ -340,17 +352,17 @@ impl PermissionContext {
         &self,
         behavior: RuleBehavior,
         call: &'c Call<'_>,
-    ) -> Option<(&PermissionRule, &'c Unknown)> {
+    ) -> Option<(RuleSource, &PermissionRule, &'c Unknown)> {
         let Subject::Command(line) = &call.subject else {
             return None;
         };
         let unknown = line.unknown()?;
-        let rule = self
+        let (source, rule) = self
             .rules
             .list(behavior)
             .iter()
-            .find(|rule| rule.pattern.is_some() && self.names(rule, call))?;
-        Some((rule, unknown))
+            .find(|(_, rule)| rule.content.is_some() && self.names(rule, call))?;
+        Some((source, rule, unknown))
     }
 
     /// Allow rules: a whole-tool rule, or for commands every part allowed (or an exact
@@ -360,16 +372,17 @@ impl PermissionContext {
             .rules
             .allow
             .iter()
+            .map(|(_, r)| r)
             .filter(|r| self.names(r, call))
             .collect();
-        if rules.iter().any(|r| r.pattern.is_none()) {
+        if rules.iter().any(|r| r.content.is_none()) {
             return true;
         }
         match &call.subject {
             Subject::Command(line) => {
                 let exact_whole = rules
                     .iter()
-                    .filter_map(|r| r.pattern.as_deref())
+                    .filter_map(|r| r.content.as_deref())
                     .any(|p| !p.contains('*') && super::matching::command_matches(p, &line.whole));
                 // A wildcard rule allows a command, not a write through a redirection:
                 // `Bash(echo:*)` must not allow `echo x >> ~/.bashrc`. Only a rule that
@@ -381,7 +394,7 @@ impl PermissionContext {
                 let allows = |text: &str, writes_file: bool| {
                     rules
                         .iter()
-                        .filter_map(|r| r.pattern.as_deref())
+                        .filter_map(|r| r.content.as_deref())
                         .filter(|p| !writes_file || !p.contains('*'))
                         .any(|p| super::matching::command_matches(p, text))
                 };
@@ -398,7 +411,7 @@ impl PermissionContext {
             }
             Subject::Path(p) => rules
                 .iter()
-                .filter_map(|r| r.pattern.as_deref())
+                .filter_map(|r| r.content.as_deref())
                 .any(|pattern| {
                     self.path_matches(pattern, p, |forms| forms.iter().all(|b| *b), false)
                 }),

@@ -9,8 +9,9 @@
 //!    names a Bash command when a command's program cannot be known before it runs
 //!    (`$X x`, `eval "$S"`, `echo … | sh`: it may be the denied one);
 //! 2. in **plan** mode, a call that is not read-only is refused;
-//! 3. while a settings file's rules cannot be read ([`RuleSet::unknown`]), every call
-//!    asks (also in bypass mode; denied where no one can be asked);
+//! 3. while a settings file's rules cannot be read ([`RuleSet::unknown`], filled for
+//!    a tool call from the app state's `ToolPermissionContext::unknown_settings_rules`),
+//!    every call asks (also in bypass mode; denied where no one can be asked);
 //! 4. a matching **ask** rule asks (also in bypass mode), and so does any ask rule
 //!    that names a Bash command for a command whose program is unknown;
 //! 5. **bypassPermissions** (when available) allows;
@@ -57,9 +58,7 @@ pub use self::mode::{
     BypassAvailability, InitialMode, LaunchFlags, ModeError, check_mode_change,
     enforce_bypass_availability, initial_mode, next_mode,
 };
-pub use self::rules::{
-    PermissionRule, RuleBehavior, RuleError, RuleSet, RuleSource, split_rule_list,
-};
+pub use self::rules::RuleSet;
 pub use self::suggest::suggestions;
 #[cfg(doc)]
 use crate::tools::Tool;
@@ -145,8 +144,10 @@ impl PermissionContext {
         let project_root = project_root.into();
         let initial = initial_mode(launch.flags, launch.mode, settings)?;
         let permissions = settings.permissions.as_ref();
-        let (rules, rule_errors) =
-            RuleSet::from_sources(permissions, &launch.allowed_tools, &launch.disallowed_tools);
+        let (by_source, mut rule_errors) = rules::unattributed(settings);
+        let (rules, flag_errors) =
+            RuleSet::from_sources(&by_source, &launch.allowed_tools, &launch.disallowed_tools);
+        rule_errors.extend(flag_errors);
         let mut ctx = Self::new(project_root);
         let dirs: Vec<String> = permissions
             .and_then(|p| p.additional_directories.clone())

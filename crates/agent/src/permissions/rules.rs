@@ -1,7 +1,10 @@
-//! Permission rules: `Tool` or `Tool(pattern)`, in `allow`, `deny` and `ask` lists.
+//! The rules a decision reads, in `allow`, `deny` and `ask` lists.
 //!
-//! Rules come from the merged settings (`permissions.allow/deny/ask`) and from the
-//! command line (`--allowedTools` adds allow rules, `--disallowedTools` deny rules).
+//! The rule itself, its grammar, behaviours, sources and parse errors belong to the
+//! permission domain of the app state (`strata_state::PermissionRule`, …). Rules come
+//! from the merged settings (`permissions.allow/deny/ask`, each filed under the file it
+//! came from) and from the command line (`--allowedTools` adds allow rules,
+//! `--disallowedTools` deny rules, both filed under `RuleSource::CliArg`).
 //! An allow rule that does not parse is reported (with where it came from) and skipped:
 //! leaving it out only narrows what is allowed. A deny or ask entry of a settings file
 //! that does not parse makes that file's rules unusable instead (the settings loader
@@ -11,139 +14,27 @@
 //! [`PermissionContext::reload_settings`] rebuilds the settings part of a context when a
 //! settings file changes during the session (UI-7).
 
-use std::fmt;
-
 use std::sync::Arc;
 
 use strata_config::{MergedSettings, UnknownPermissions};
 use strata_protocol::permission::PermissionMode;
-use strata_protocol::settings::PermissionsSettings;
+use strata_protocol::settings::Settings;
+use strata_state::{
+    RuleBehavior, RuleError, RuleSource, RulesBySource, SettingsPermissions, split_rule_list,
+};
 
 use super::{PermissionContext, PermissionDecision, PermissionLaunch};
 
-/// Where a rule came from (named in decisions and errors).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RuleSource {
-    /// `permissions.allow` / `deny` / `ask` of the merged settings.
-    Settings,
-    /// `--allowedTools`.
-    AllowedToolsFlag,
-    /// `--disallowedTools`.
-    DisallowedToolsFlag,
-    /// An answer to a prompt during this session ("and don't ask again").
-    Session,
-}
-
-impl fmt::Display for RuleSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Settings => "settings",
-            Self::AllowedToolsFlag => "--allowedTools",
-            Self::DisallowedToolsFlag => "--disallowedTools",
-            Self::Session => "this session",
-        })
-    }
-}
-
-/// What a matching rule does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RuleBehavior {
-    /// Allow without asking.
-    Allow,
-    /// Refuse.
-    Deny,
-    /// Always ask (even where the mode would allow).
-    Ask,
-}
-
-impl fmt::Display for RuleBehavior {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Allow => "allow",
-            Self::Deny => "deny",
-            Self::Ask => "ask",
-        })
-    }
-}
-
-/// One rule: a tool name and an optional pattern.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PermissionRule {
-    /// The tool name (`Bash`, `Edit`, `mcp__server__tool`, or `mcp__server` for all of a
-    /// server's tools).
-    pub tool: String,
-    /// The pattern in parentheses, if any (`npm test:*`, `src/**`). `None` means every
-    /// use of the tool.
-    pub pattern: Option<String>,
-    /// Where it came from.
-    pub source: RuleSource,
-}
-
-impl fmt::Display for PermissionRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.pattern {
-            Some(p) => write!(f, "{}({p})", self.tool),
-            None => f.write_str(&self.tool),
-        }
-    }
-}
-
-/// A rule that could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid permission rule {rule:?} ({origin} {behavior}): {message}")]
-pub struct RuleError {
-    /// The rule text as written.
-    pub rule: String,
-    /// Where it came from.
-    pub origin: RuleSource,
-    /// Which list it was in.
-    pub behavior: RuleBehavior,
-    /// What is wrong and how to write it.
-    pub message: String,
-}
-
-impl PermissionRule {
-    /// Parses `Tool` or `Tool(pattern)`. `Tool()` and `Tool(*)` mean the whole tool.
-    ///
-    /// ```
-    /// use strata_agent::permissions::{PermissionRule, RuleSource};
-    /// let r = PermissionRule::parse("Bash(npm run test:*)", RuleSource::Settings).unwrap();
-    /// assert_eq!((r.tool.as_str(), r.pattern.as_deref()), ("Bash", Some("npm run test:*")));
-    /// assert!(PermissionRule::parse("Bash(npm", RuleSource::Settings).is_err());
-    /// ```
-    pub fn parse(text: &str, source: RuleSource) -> Result<Self, String> {
-        // One grammar for the agent and for the settings loader, which refuses a deny or
-        // ask entry this would refuse (strata_config::rule_text).
-        let (tool, pattern) = strata_config::rule_text::parse_rule(text)?;
-        Ok(Self {
-            tool: tool.to_owned(),
-            pattern: pattern.map(str::to_owned),
-            source,
-        })
-    }
-
-    /// Whether the rule names `tool` (exactly, or as its MCP server prefix
-    /// `mcp__server` for `mcp__server__tool`). File-tool aliases are applied by the
-    /// decision, which knows what kind of tool a call is.
-    pub fn names_tool(&self, tool: &str) -> bool {
-        self.tool == tool
-            || (self.tool.starts_with("mcp__")
-                && self.tool.matches("__").count() == 1
-                && tool
-                    .strip_prefix(self.tool.as_str())
-                    .is_some_and(|rest| rest.starts_with("__")))
-    }
-}
-
-/// The rules in effect, by behaviour.
+/// The rules in effect, by behaviour, each filed under its source (the permission
+/// domain's [`RulesBySource`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleSet {
     /// Rules that allow.
-    pub allow: Vec<PermissionRule>,
+    pub allow: RulesBySource,
     /// Rules that deny (they win over everything).
-    pub deny: Vec<PermissionRule>,
+    pub deny: RulesBySource,
     /// Rules that always ask.
-    pub ask: Vec<PermissionRule>,
+    pub ask: RulesBySource,
     /// Settings files whose rules cannot be known (they do not parse, or their
     /// `permissions` do not, and no good version was read before; see
     /// `strata_config::SettingsFiles::load`). While there is one, its deny rules might
@@ -153,58 +44,39 @@ pub struct RuleSet {
 }
 
 impl RuleSet {
-    /// Builds the rule set from the merged settings' `permissions` and the
+    /// Builds the rule set from the settings' rules (already parsed, by source) and the
     /// `--allowedTools` / `--disallowedTools` entries (each entry may hold several rules
-    /// separated by commas or spaces, see [`split_rule_list`]). Rules that do not parse
-    /// are returned as errors and left out.
+    /// separated by commas or spaces, see [`split_rule_list`]), filed under
+    /// [`RuleSource::CliArg`]. Command-line rules that do not parse are returned as
+    /// errors and left out.
     pub fn from_sources(
-        settings: Option<&PermissionsSettings>,
+        settings: &SettingsPermissions,
         allowed_tools: &[String],
         disallowed_tools: &[String],
     ) -> (Self, Vec<RuleError>) {
-        let mut set = Self::default();
+        let mut set = Self {
+            allow: settings.allow.clone(),
+            deny: settings.deny.clone(),
+            ask: settings.ask.clone(),
+            unknown: Vec::new(),
+        };
         let mut errors = Vec::new();
-        let mut add = |texts: &mut dyn Iterator<Item = String>, behavior, source| {
-            for text in texts {
-                match PermissionRule::parse(&text, source) {
-                    Ok(rule) => set.list_mut(behavior).push(rule),
-                    Err(message) => errors.push(RuleError {
-                        rule: text,
-                        origin: source,
-                        behavior,
-                        message,
-                    }),
+        for (values, behavior) in [
+            (allowed_tools, RuleBehavior::Allow),
+            (disallowed_tools, RuleBehavior::Deny),
+        ] {
+            for text in values.iter().flat_map(|s| split_rule_list(s)) {
+                match RuleError::parse(&text, RuleSource::CliArg, behavior) {
+                    Ok(rule) => set.list_mut(behavior).add(RuleSource::CliArg, rule),
+                    Err(e) => errors.push(e),
                 }
             }
-        };
-        if let Some(p) = settings {
-            let lists = [
-                (&p.allow, RuleBehavior::Allow),
-                (&p.deny, RuleBehavior::Deny),
-                (&p.ask, RuleBehavior::Ask),
-            ];
-            for (list, behavior) in lists {
-                let mut it = list.iter().flatten().cloned();
-                add(&mut it, behavior, RuleSource::Settings);
-            }
         }
-        let mut allowed = allowed_tools.iter().flat_map(|s| split_rule_list(s));
-        add(
-            &mut allowed,
-            RuleBehavior::Allow,
-            RuleSource::AllowedToolsFlag,
-        );
-        let mut disallowed = disallowed_tools.iter().flat_map(|s| split_rule_list(s));
-        add(
-            &mut disallowed,
-            RuleBehavior::Deny,
-            RuleSource::DisallowedToolsFlag,
-        );
         (set, errors)
     }
 
     /// The list for `behavior`.
-    pub fn list(&self, behavior: RuleBehavior) -> &[PermissionRule] {
+    pub fn list(&self, behavior: RuleBehavior) -> &RulesBySource {
         match behavior {
             RuleBehavior::Allow => &self.allow,
             RuleBehavior::Deny => &self.deny,
@@ -212,7 +84,8 @@ impl RuleSet {
         }
     }
 
-    fn list_mut(&mut self, behavior: RuleBehavior) -> &mut Vec<PermissionRule> {
+    /// The list for `behavior`, to change.
+    pub fn list_mut(&mut self, behavior: RuleBehavior) -> &mut RulesBySource {
         match behavior {
             RuleBehavior::Allow => &mut self.allow,
             RuleBehavior::Deny => &mut self.deny,
@@ -225,8 +98,15 @@ impl RuleSet {
     pub fn denies_tool_entirely(&self, tool: &str) -> bool {
         self.deny
             .iter()
-            .any(|r| r.pattern.is_none() && r.names_tool(tool))
+            .any(|(_, r)| r.content.is_none() && r.names_tool(tool))
     }
+}
+
+/// The settings' rules of a merged value without per-file provenance, with the ones that
+/// do not parse: filed under the local settings (the top layer a user edits). The engine
+/// files them per file at once ([`PermissionContext::reload_settings`]).
+pub(super) fn unattributed(settings: &Settings) -> (SettingsPermissions, Vec<RuleError>) {
+    SettingsPermissions::parse_settings(settings, RuleSource::LocalSettings)
 }
 
 impl PermissionContext {
@@ -243,8 +123,10 @@ impl PermissionContext {
         launch: &PermissionLaunch,
     ) -> Vec<RuleError> {
         let permissions = merged.settings.permissions.as_ref();
-        let (mut rules, errors) =
-            RuleSet::from_sources(permissions, &launch.allowed_tools, &launch.disallowed_tools);
+        let (by_source, mut errors) = SettingsPermissions::parse_merged(merged);
+        let (mut rules, flag_errors) =
+            RuleSet::from_sources(&by_source, &launch.allowed_tools, &launch.disallowed_tools);
+        errors.extend(flag_errors);
         rules.unknown = merged.unknown_permissions.clone();
         self.rules = Arc::new(rules);
         let dirs: Vec<String> = permissions
@@ -285,74 +167,9 @@ impl PermissionContext {
     }
 }
 
-/// Splits a `--allowedTools` value into rules: commas and whitespace separate rules,
-/// except inside parentheses (`"Bash(git log:*) Edit,Read"` → three rules).
-pub fn split_rule_list(value: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut depth = 0usize;
-    for c in value.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                current.push(c);
-            }
-            ')' => {
-                depth = depth.saturating_sub(1);
-                current.push(c);
-            }
-            ',' | ' ' | '\t' | '\n' if depth == 0 => {
-                if !current.trim().is_empty() {
-                    out.push(std::mem::take(&mut current));
-                }
-                current.clear();
-            }
-            _ => current.push(c),
-        }
-    }
-    if !current.trim().is_empty() {
-        out.push(current);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use strata_protocol::settings::Settings;
-
     use super::*;
-
-    #[test]
-    fn rules_parse_with_and_without_patterns() {
-        let r = PermissionRule::parse("Edit", RuleSource::Settings).unwrap();
-        assert_eq!(r.pattern, None);
-        let r = PermissionRule::parse(" Read(~/.ssh/**) ", RuleSource::Settings).unwrap();
-        assert_eq!(r.pattern.as_deref(), Some("~/.ssh/**"));
-        assert_eq!(r.to_string(), "Read(~/.ssh/**)");
-        // A pattern may itself contain parentheses.
-        let r = PermissionRule::parse("Bash(echo (a))", RuleSource::Settings).unwrap();
-        assert_eq!(r.pattern.as_deref(), Some("echo (a)"));
-        for whole in ["Bash()", "Bash(*)"] {
-            assert_eq!(
-                PermissionRule::parse(whole, RuleSource::Settings)
-                    .unwrap()
-                    .pattern,
-                None
-            );
-        }
-    }
-
-    #[test]
-    fn malformed_rules_say_how_to_write_them() {
-        for (bad, says) in [
-            ("Bash(npm", "closing parenthesis"),
-            ("(x)", "no tool name"),
-            ("Bad Name", "contains ' '"),
-        ] {
-            let err = PermissionRule::parse(bad, RuleSource::Settings).unwrap_err();
-            assert!(err.contains(says), "{bad}: {err}");
-        }
-    }
 
     #[test]
     fn rule_sources_are_merged_and_bad_rules_reported() {
@@ -360,12 +177,13 @@ mod tests {
             r#"{"permissions":{"allow":["Read","Bash(git log:*)"],"deny":["Bash(rm"],"ask":["Write"]}}"#,
         )
         .unwrap();
+        let (by_source, settings_errors) = unattributed(&settings);
         let (set, errors) = RuleSet::from_sources(
-            settings.permissions.as_ref(),
+            &by_source,
             &["Bash(npm test:*) Edit,Glob".to_owned()],
-            &["WebFetch".to_owned()],
+            &["WebFetch".to_owned(), "Bash(x".to_owned()],
         );
-        let names = |l: &[PermissionRule]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let names = |l: &RulesBySource| l.iter().map(|(_, r)| r.to_string()).collect::<Vec<_>>();
         assert_eq!(
             names(&set.allow),
             [
@@ -378,28 +196,29 @@ mod tests {
         );
         assert_eq!(names(&set.deny), ["WebFetch"]);
         assert_eq!(names(&set.ask), ["Write"]);
-        assert_eq!(set.deny[0].source, RuleSource::DisallowedToolsFlag);
-        assert_eq!(errors.len(), 1);
-        let msg = errors[0].to_string();
+        let sources: Vec<_> = set.deny.iter().map(|(s, _)| s).collect();
+        assert_eq!(sources, [RuleSource::CliArg]);
+        assert_eq!(settings_errors.len(), 1);
+        let msg = settings_errors[0].to_string();
         assert!(
-            msg.contains("\"Bash(rm\"") && msg.contains("settings deny"),
+            msg.contains("\"Bash(rm\"") && msg.contains("local settings deny"),
             "{msg}"
+        );
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].to_string().contains("--disallowedTools deny"),
+            "{}",
+            errors[0]
         );
     }
 
     #[test]
-    fn mcp_server_rules_cover_the_servers_tools() {
-        let r = PermissionRule::parse("mcp__github", RuleSource::Settings).unwrap();
-        assert!(r.names_tool("mcp__github__create_issue"));
-        assert!(!r.names_tool("mcp__githubx__a"));
-        assert!(!r.names_tool("Bash"));
-        let r = PermissionRule::parse("mcp__github__a", RuleSource::Settings).unwrap();
-        assert!(!r.names_tool("mcp__github__a__b"));
-    }
-
-    #[test]
     fn whole_tool_deny_is_detected() {
-        let (set, _) = RuleSet::from_sources(None, &[], &["Bash".into(), "Edit(x)".into()]);
+        let (set, _) = RuleSet::from_sources(
+            &SettingsPermissions::default(),
+            &[],
+            &["Bash".into(), "Edit(x)".into()],
+        );
         assert!(set.denies_tool_entirely("Bash"));
         assert!(!set.denies_tool_entirely("Edit"));
     }

@@ -102,6 +102,14 @@ async fn clear(
         .tool_permission_context
         .should_avoid_permission_prompts
         || inner.prompter.is_none();
+    // Fail closed from the store's snapshot: the settings files whose rules cannot be
+    // read now (the settings watcher files them there on every reload).
+    std::sync::Arc::make_mut(&mut permissions.rules).unknown = state
+        .tool_permission_context
+        .unknown_settings_rules
+        .iter()
+        .cloned()
+        .collect();
     drop(state);
     let mut input = tool_use.input.clone();
     let decision = permissions.check(tool.as_ref(), &input, &inner.tool_context.cwd());

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use strata_agent::permissions::{PermissionContext, PermissionDecision, RuleSet};
 use strata_agent::tools::Tool;
 use strata_protocol::permission::PermissionMode;
+use strata_state::{RuleSource, SettingsPermissions};
 
 /// What a row expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +55,10 @@ pub(crate) fn ctx(
         "permissions": {"allow": allow, "deny": deny, "ask": ask}
     }))
     .unwrap();
-    let (rules, errors) = RuleSet::from_sources(settings.permissions.as_ref(), &[], &[]);
+    let (by_source, errors) =
+        SettingsPermissions::parse_settings(&settings, RuleSource::LocalSettings);
+    assert!(errors.is_empty(), "{errors:?}");
+    let (rules, errors) = RuleSet::from_sources(&by_source, &[], &[]);
     assert!(errors.is_empty(), "{errors:?}");
     let mut c = PermissionContext::new(&e.root);
     c.mode = mode;

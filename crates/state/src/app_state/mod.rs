@@ -23,6 +23,7 @@
 mod file_history;
 mod mcp;
 mod other;
+mod permission_rules;
 mod permissions;
 mod remote;
 mod runtime;
@@ -48,9 +49,10 @@ pub use other::{
     Attribution, FileAttribution, FileBaseline, Inbox, InboxMessage, InboxStatus, StandaloneAgent,
     TeamContext, Teammate, TodoItem, TodoStatus, Todos,
 };
+pub use permission_rules::{PermissionRule, RuleBehavior, RuleError, split_rule_list};
 pub use permissions::{
-    DenialTracking, MAX_CONSECUTIVE_DENIALS, MAX_TOTAL_DENIALS, PermissionRule, RuleSource,
-    RulesBySource, SettingsPermissions, ToolPermissionContext,
+    DenialTracking, MAX_CONSECUTIVE_DENIALS, MAX_TOTAL_DENIALS, RuleSource, RulesBySource,
+    SettingsPermissions, ToolPermissionContext,
 };
 pub use remote::{BridgeState, RemoteConnectionStatus, RemoteState};
 pub use runtime::{

@@ -10,10 +10,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use smol_str::SmolStr;
-use strata_config::{MergedSettings, SettingsSource};
+use strata_config::{MergedSettings, SettingsSource, UnknownPermissions};
 use strata_protocol::permission::PermissionMode;
 use strata_protocol::settings::Settings;
+
+use super::permission_rules::{PermissionRule, RuleBehavior, RuleError};
 
 /// Where a permission rule or an additional directory came from. The order is the order
 /// rules are listed in (settings sources by precedence, then session sources).
@@ -62,51 +63,8 @@ impl RuleSource {
     }
 }
 
-/// One permission rule: `Tool` or `Tool(content)`, e.g. `Bash(npm test:*)`, `Read`.
-///
-/// The tool name and content are split once, when the rule is read; how the content
-/// matches a tool use is the permission checker's business (it differs per tool).
-///
-/// ```
-/// use strata_state::PermissionRule;
-/// let rule = PermissionRule::parse("Bash(npm test:*)");
-/// assert_eq!(rule.tool_name, "Bash");
-/// assert_eq!(rule.content.as_deref(), Some("npm test:*"));
-/// assert_eq!(PermissionRule::parse("Read").content, None);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PermissionRule {
-    /// The rule as written.
-    pub raw: Arc<str>,
-    /// The tool it applies to.
-    pub tool_name: SmolStr,
-    /// What inside the parentheses narrows it, if anything.
-    pub content: Option<Arc<str>>,
-}
-
-impl PermissionRule {
-    /// Splits `Tool(content)`; text without a closing parenthesis is a bare tool name.
-    pub fn parse(raw: &str) -> Self {
-        let trimmed = raw.trim();
-        let (tool_name, content) = match trimmed.find('(') {
-            Some(open) if trimmed.ends_with(')') => {
-                let inner = &trimmed[open + 1..trimmed.len() - 1];
-                // `Tool()` and `Tool(*)` mean the whole tool.
-                let content = (!inner.is_empty() && inner != "*").then(|| Arc::from(inner));
-                (&trimmed[..open], content)
-            }
-            _ => (trimmed, None),
-        };
-        Self {
-            raw: Arc::from(raw),
-            tool_name: SmolStr::new(tool_name),
-            content,
-        }
-    }
-}
-
 /// Rules of one behaviour (allow, deny or ask), grouped by source.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RulesBySource(pub imbl::OrdMap<RuleSource, imbl::Vector<PermissionRule>>);
 
 impl RulesBySource {
@@ -140,6 +98,21 @@ impl RulesBySource {
         }
     }
 
+    /// Keeps the rules for which `keep` says so (sources left empty are dropped).
+    pub fn retain(&mut self, mut keep: impl FnMut(RuleSource, &PermissionRule) -> bool) {
+        let next: imbl::OrdMap<_, _> = self
+            .0
+            .iter()
+            .map(|(source, rules)| {
+                let kept: imbl::Vector<_> =
+                    rules.iter().filter(|r| keep(*source, r)).cloned().collect();
+                (*source, kept)
+            })
+            .filter(|(_, rules)| !rules.is_empty())
+            .collect();
+        self.0 = next;
+    }
+
     /// These rules with every settings source replaced by `settings` (other sources kept).
     fn with_settings_rules(&self, settings: &RulesBySource) -> RulesBySource {
         let mut next: imbl::OrdMap<_, _> = self
@@ -169,12 +142,27 @@ pub struct SettingsPermissions {
     pub ask: RulesBySource,
     /// `permissions.additionalDirectories` with the source that added each.
     pub additional_directories: imbl::OrdMap<Arc<Path>, RuleSource>,
+    /// Settings files whose rules cannot be known (see
+    /// [`ToolPermissionContext::unknown_settings_rules`]).
+    pub unknown: imbl::Vector<UnknownPermissions>,
 }
 
 impl SettingsPermissions {
     /// From merged settings, attributing each array element to the file it came from.
+    /// Rules that do not parse are left out (see [`Self::parse_merged`]).
     pub fn from_merged(merged: &MergedSettings) -> Self {
-        let mut out = Self::default();
+        Self::parse_merged(merged).0
+    }
+
+    /// From merged settings, attributing each array element to the file it came from,
+    /// with the rules that do not parse (left out: the settings loader has already made a
+    /// file with a bad deny or ask entry unknown, and a bad allow rule only narrows).
+    pub fn parse_merged(merged: &MergedSettings) -> (Self, Vec<RuleError>) {
+        let mut out = Self {
+            unknown: merged.unknown_permissions.iter().cloned().collect(),
+            ..Self::default()
+        };
+        let mut errors = Vec::new();
         for entry in merged.entries() {
             let [first, key] = entry.key.as_slice() else {
                 continue;
@@ -190,16 +178,22 @@ impl SettingsPermissions {
                 else {
                     continue;
                 };
-                out.add(key, source, text);
+                errors.extend(out.add(key, source, text));
             }
         }
-        out
+        (out, errors)
     }
 
     /// From one settings value, every rule attributed to `source` (for callers that have
-    /// no per-file provenance, and for tests).
+    /// no per-file provenance, and for tests). Rules that do not parse are left out.
     pub fn from_settings(settings: &Settings, source: RuleSource) -> Self {
+        Self::parse_settings(settings, source).0
+    }
+
+    /// [`Self::from_settings`] with the rules that do not parse.
+    pub fn parse_settings(settings: &Settings, source: RuleSource) -> (Self, Vec<RuleError>) {
         let mut out = Self::default();
+        let mut errors = Vec::new();
         if let Some(p) = &settings.permissions {
             for (key, list) in [
                 ("allow", &p.allow),
@@ -208,24 +202,41 @@ impl SettingsPermissions {
                 ("additionalDirectories", &p.additional_directories),
             ] {
                 for text in list.iter().flatten() {
-                    out.add(key, source, text);
+                    errors.extend(out.add(key, source, text));
                 }
             }
         }
-        out
+        (out, errors)
     }
 
-    fn add(&mut self, key: &str, source: RuleSource, text: &str) {
-        match key {
-            "allow" => self.allow.add(source, PermissionRule::parse(text)),
-            "deny" => self.deny.add(source, PermissionRule::parse(text)),
-            "ask" => self.ask.add(source, PermissionRule::parse(text)),
+    /// The rules of one behaviour.
+    pub fn rules(&self, behavior: RuleBehavior) -> &RulesBySource {
+        match behavior {
+            RuleBehavior::Allow => &self.allow,
+            RuleBehavior::Deny => &self.deny,
+            RuleBehavior::Ask => &self.ask,
+        }
+    }
+
+    fn add(&mut self, key: &str, source: RuleSource, text: &str) -> Option<RuleError> {
+        let (list, behavior) = match key {
+            "allow" => (&mut self.allow, RuleBehavior::Allow),
+            "deny" => (&mut self.deny, RuleBehavior::Deny),
+            "ask" => (&mut self.ask, RuleBehavior::Ask),
             "additionalDirectories" => {
                 self.additional_directories
                     .entry(Arc::from(Path::new(text)))
                     .or_insert(source);
+                return None;
             }
-            _ => {}
+            _ => return None,
+        };
+        match RuleError::parse(text, source, behavior) {
+            Ok(rule) => {
+                list.add(source, rule);
+                None
+            }
+            Err(e) => Some(e),
         }
     }
 }
@@ -251,6 +262,11 @@ pub struct ToolPermissionContext {
     pub should_avoid_permission_prompts: bool,
     /// The mode to return to when plan mode is left.
     pub pre_plan_mode: Option<PermissionMode>,
+    /// Settings files whose permission rules cannot be known (they do not parse, or their
+    /// `permissions` do not, and no good version was read before). While there is one, its
+    /// deny rules might name any call: a decision fails closed (asks, or denies where no
+    /// one can be asked). Replaced with the settings on every reload.
+    pub unknown_settings_rules: imbl::Vector<UnknownPermissions>,
 }
 
 impl ToolPermissionContext {
@@ -271,6 +287,7 @@ impl ToolPermissionContext {
             always_deny_rules: self.always_deny_rules.with_settings_rules(&settings.deny),
             always_ask_rules: self.always_ask_rules.with_settings_rules(&settings.ask),
             additional_working_directories: dirs,
+            unknown_settings_rules: settings.unknown.clone(),
             ..self.clone()
         }
     }
@@ -410,21 +427,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rule_parsing_splits_tool_and_content() {
-        let r = PermissionRule::parse("  WebFetch(domain:example.com) ");
-        assert_eq!(r.tool_name, "WebFetch");
-        assert_eq!(r.content.as_deref(), Some("domain:example.com"));
-        assert_eq!(PermissionRule::parse("Bash(*)").content, None);
-        assert_eq!(PermissionRule::parse("Bash(").tool_name, "Bash(");
-    }
-
-    #[test]
     fn a_settings_reload_replaces_settings_rules_and_keeps_session_rules() {
         let mut ctx = ToolPermissionContext::default();
-        ctx.always_allow_rules
-            .add(RuleSource::UserSettings, PermissionRule::parse("Read"));
-        ctx.always_allow_rules
-            .add(RuleSource::Session, PermissionRule::parse("Bash(ls)"));
+        ctx.always_allow_rules.add(
+            RuleSource::UserSettings,
+            PermissionRule::parse("Read").unwrap(),
+        );
+        ctx.always_allow_rules.add(
+            RuleSource::Session,
+            PermissionRule::parse("Bash(ls)").unwrap(),
+        );
         ctx.additional_working_directories
             .insert(Arc::from(Path::new("/old")), RuleSource::ProjectSettings);
         ctx.additional_working_directories
