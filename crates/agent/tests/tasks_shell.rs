@@ -335,3 +335,17 @@ async fn background_bash_without_a_session_is_a_clear_error() {
         "{out:?}"
     );
 }
+
+/// A background command must be able to receive the gentle stop: the supervisor's own
+/// blocked stop signals are not inherited.
+#[tokio::test]
+async fn background_commands_do_not_inherit_blocked_stop_signals() {
+    let s = setup();
+    let id = start(&s, "grep SigBlk /proc/self/status").await;
+    let (_, d) = output(&s, &id, true, 5000).await;
+    let text = d["task"]["output"].as_str().unwrap().to_owned();
+    let mask = u64::from_str_radix(text.trim().trim_start_matches("SigBlk:").trim(), 16).unwrap();
+    for sig in [1u32, 2, 3, 15] {
+        assert_eq!(mask & (1 << (sig - 1)), 0, "signal {sig} blocked: {text}");
+    }
+}
