@@ -20,7 +20,7 @@ use strata_testkit::{MockServer, Reply};
 use headless_support::{Env, LIMIT};
 
 /// How many background tasks each case starts.
-const TASKS: u32 = 10;
+const TASKS: u32 = 50;
 
 struct Markers {
     base: String,

@@ -37,7 +37,7 @@ use crate::sync::lock;
 
 /// At most this many background shell tasks run at once in a session; starting one more
 /// is refused with an error that names the running ones.
-pub const MAX_BACKGROUND_SHELLS: usize = 16;
+pub const MAX_BACKGROUND_SHELLS: usize = 64;
 
 /// Output of a task not yet read by `TaskOutput` is kept in memory up to this many bytes;
 /// older unread bytes are dropped from memory (the output file keeps them).
