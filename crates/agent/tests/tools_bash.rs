@@ -301,7 +301,7 @@ async fn bash_invalid_input_names_the_field() {
         ),
         (json!({"command": "ls", "timeout": "10"}), "`timeout`"),
         (
-            json!({"command": "ls", "run_in_background": true}),
+            json!({"command": "ls", "run_in_background": 1}),
             "`run_in_background`",
         ),
         (json!(["ls"]), "expected a JSON object"),

@@ -128,9 +128,19 @@ async fn registry_lists_tools_and_rejects_unknown_names() {
     let registry = ToolRegistry::default();
     assert_eq!(
         registry.names(),
-        ["Bash", "Glob", "Grep", "Read", "Edit", "Write", "TodoWrite"]
+        [
+            "Bash",
+            "Glob",
+            "Grep",
+            "Read",
+            "Edit",
+            "Write",
+            "TodoWrite",
+            "TaskOutput",
+            "TaskStop"
+        ]
     );
-    assert_eq!(registry.definitions().len(), 7);
+    assert_eq!(registry.definitions().len(), 9);
     let call = ToolCall {
         id: "t1".into(),
         input: json!({}),

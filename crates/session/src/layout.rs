@@ -4,6 +4,7 @@
 //! projects/<project dir name>/<session-id>.jsonl                     the transcript
 //! projects/<project dir name>/<session-id>/subagents/agent-<id>.jsonl
 //! projects/<project dir name>/<session-id>/tool-results/<tool-use-id>.txt
+//! projects/<project dir name>/<session-id>/tasks/<task-id>.output     background task output
 //! file-history/<session-id>/<sha256(path)[..16]>@v<n>                pre-edit backups
 //! ```
 
@@ -70,6 +71,12 @@ impl SessionLayout {
     /// `<project dir>/<session-id>/tool-results/<tool-use-id>.txt`.
     pub fn tool_result(&self, tool_use_id: &str) -> PathBuf {
         self.tool_results_dir().join(format!("{tool_use_id}.txt"))
+    }
+
+    /// `<project dir>/<session-id>/tasks/`: background tasks' output files
+    /// (`<task-id>.output`).
+    pub fn tasks_dir(&self) -> PathBuf {
+        self.session_dir().join("tasks")
     }
 
     /// `<config>/file-history/<session-id>/`.

@@ -226,6 +226,10 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         layout: layout.clone(),
         store: store.clone(),
         prompt_uuid: Arc::clone(&prompt_uuid),
+        shell_tasks: Arc::new(crate::tools::bash::background::ShellTasks::new(
+            Some(store.clone()),
+            layout.tasks_dir(),
+        )),
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());

@@ -1,6 +1,7 @@
 //! [`SessionHooks`]: what tools reach of the session — file history before edits (a
 //! store update of the app state's file-history domain), the
-//! side folder for large outputs, and the todo list in the app store.
+//! side folder for large outputs, the todo list in the app store, and the background
+//! shell tasks.
 
 use crate::sync::lock;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use strata_store::Store;
 
 use super::file_history::{self, SessionFileHistory};
 use crate::tools::ToolHooks;
+use crate::tools::bash::background::ShellTasks;
 
 /// The main agent's todo list key in [`Todos`].
 pub(crate) const MAIN_AGENT: &str = "main";
@@ -28,6 +30,8 @@ pub(crate) struct SessionHooks {
     /// The uuid of the user prompt the current turn answers: edits are tracked in its
     /// snapshot.
     pub(crate) prompt_uuid: Arc<Mutex<String>>,
+    /// The session's background shell tasks (their entries live in `store`).
+    pub(crate) shell_tasks: Arc<ShellTasks>,
 }
 
 impl ToolHooks for SessionHooks {
@@ -61,6 +65,10 @@ impl ToolHooks for SessionHooks {
                 ..AppState::clone(s)
             })
         });
+    }
+
+    fn shell_tasks(&self) -> Option<Arc<ShellTasks>> {
+        Some(Arc::clone(&self.shell_tasks))
     }
 
     fn todos(&self) -> Value {

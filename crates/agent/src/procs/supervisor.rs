@@ -97,11 +97,6 @@ fn stop_signals() -> SigSet {
 /// stderr the output pipes strata reads, then lets go of those pipes so their end of file
 /// means the command's processes closed them.
 fn start(argv: &[OsString]) -> Result<i32, String> {
-    // Before any thread exists, so every thread inherits the mask. The child gets an
-    // empty mask: the standard library resets it between fork and exec.
-    stop_signals()
-        .thread_block()
-        .map_err(|e| format!("cannot block the stop signals: {e}"))?;
     nix::sys::prctl::set_child_subreaper(true)
         .map_err(|e| format!("cannot become a child subreaper: {e}"))?;
     let (program, args) = argv
@@ -115,6 +110,14 @@ fn start(argv: &[OsString]) -> Result<i32, String> {
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
+    // Blocked only now, after the spawn: a child inherits the signal mask across exec,
+    // and a command with SIGTERM blocked could not be stopped gently (TaskStop). Still
+    // before any thread exists, so every thread of the supervisor inherits the mask. A
+    // stop signal in the moment between the spawn and this kills the supervisor by
+    // default; its command is then adopted by strata and stopped when strata exits.
+    stop_signals()
+        .thread_block()
+        .map_err(|e| format!("cannot block the stop signals: {e}"))?;
     let pid = i32::try_from(child.id()).map_err(|_| "pid out of range".to_owned())?;
     let _ = COMMAND.set(pid);
     // The child is reaped below with waitpid(-1), together with adopted orphans.

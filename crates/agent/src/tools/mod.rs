@@ -11,7 +11,7 @@
 //! file up before its first edit in a turn, where large outputs go, and the todo list.
 //!
 //! The tool set ([`default_tools`], [`ToolRegistry`]): [`Bash`], [`Read`], [`Write`],
-//! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`]. Names, input fields and their meaning
+//! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`], [`TaskOutput`], [`TaskStop`]. Names, input fields and their meaning
 //! follow the reference agent's public tool documentation, so models trained on it use
 //! them correctly; descriptions and messages are strata's own.
 
@@ -24,6 +24,7 @@ mod grep;
 mod input;
 mod output;
 mod read;
+mod tasks;
 mod todo;
 mod write;
 
@@ -46,6 +47,7 @@ pub use self::glob::Glob;
 pub use self::grep::Grep;
 pub use self::output::MAX_INLINE_OUTPUT_CHARS;
 pub use self::read::Read;
+pub use self::tasks::{TaskOutput, TaskStop};
 pub use self::todo::{TodoItem, TodoStatus, TodoWrite};
 pub use self::write::Write;
 use crate::provider::ToolDefinition;
@@ -277,6 +279,12 @@ pub trait ToolHooks: Send + Sync {
     fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
         std::borrow::Cow::Borrowed(text)
     }
+
+    /// The session's background shell tasks (Bash `run_in_background`, TaskOutput,
+    /// TaskStop). The default has none: those calls answer with an error.
+    fn shell_tasks(&self) -> Option<Arc<bash::background::ShellTasks>> {
+        None
+    }
 }
 
 /// Hooks for tools used outside a session (examples, sub-systems without a transcript):
@@ -307,6 +315,8 @@ pub fn default_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(Edit),
         Arc::new(Write),
         Arc::new(TodoWrite),
+        Arc::new(TaskOutput),
+        Arc::new(TaskStop),
     ]
 }
 
@@ -429,5 +439,9 @@ impl ToolHooks for RedactingHooks {
 
     fn redact<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
         self.redactor.redact(text)
+    }
+
+    fn shell_tasks(&self) -> Option<Arc<bash::background::ShellTasks>> {
+        self.inner.shell_tasks()
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct Recorder {
     pub(crate) todos: Mutex<Option<Value>>,
     pub(crate) store_dir: PathBuf,
     pub(crate) fail_before_edit: bool,
+    /// Background shell tasks, for the tests of `run_in_background`.
+    pub(crate) shell_tasks: Option<Arc<strata_agent::tools::bash::background::ShellTasks>>,
 }
 
 impl ToolHooks for Recorder {
@@ -53,6 +55,10 @@ impl ToolHooks for Recorder {
 
     fn set_todos(&self, todos: Value) {
         *self.todos.lock().unwrap() = Some(todos);
+    }
+
+    fn shell_tasks(&self) -> Option<Arc<strata_agent::tools::bash::background::ShellTasks>> {
+        self.shell_tasks.clone()
     }
 
     fn todos(&self) -> Value {

@@ -20,6 +20,7 @@
 
 pub mod analysis;
 mod ansi_c;
+pub mod background;
 mod process;
 pub mod readonly;
 pub mod shell;
@@ -50,7 +51,6 @@ struct BashInput {
     #[serde(default)]
     timeout: Option<u64>,
     #[serde(default)]
-    #[allow(dead_code)] // shown to the user by front ends, not used to run
     description: Option<String>,
     #[serde(default)]
     run_in_background: Option<bool>,
@@ -61,14 +61,6 @@ impl BashInput {
         let parsed: Self = parse("Bash", input)?;
         if parsed.command.trim().is_empty() {
             return Err(invalid("Bash", "command", "must not be empty"));
-        }
-        if parsed.run_in_background == Some(true) {
-            return Err(invalid(
-                "Bash",
-                "run_in_background",
-                "background commands are not supported; run the command in the foreground \
-                 (raise `timeout` up to 600000 ms if it is slow)",
-            ));
         }
         let ms = parsed.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
         if ms == 0 || ms > MAX_TIMEOUT_MS {
@@ -96,7 +88,10 @@ the result names.\n\
 earlier ones fail.\n\
 - To find files use Glob, to search contents use Grep, to read files use Read: they are \
 faster and need fewer permissions.\n\
-- `description`: a few words saying what the command does, shown to the user.";
+- `description`: a few words saying what the command does, shown to the user.\n\
+- `run_in_background: true` starts the command as a background task and returns its id at \
+once (no timeout applies); read its output with TaskOutput and stop it with TaskStop. Use it \
+for servers and long builds, not with a trailing `&`.";
 
 impl Tool for Bash {
     fn name(&self) -> &'static str {
@@ -121,6 +116,10 @@ impl Tool for Bash {
                 "description": {
                     "type": "string",
                     "description": "What the command does, in 5-10 words"
+                },
+                "run_in_background": {
+                    "type": "boolean",
+                    "description": "Run the command as a background task (read it with TaskOutput, stop it with TaskStop)"
                 }
             },
             "required": ["command"],
@@ -149,6 +148,9 @@ impl Tool for Bash {
     fn call<'a>(&'a self, call: ToolCall, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             match BashInput::parse(&call.input) {
+                Ok((input, _)) if input.run_in_background == Some(true) => {
+                    run_in_background(&input, ctx)
+                }
                 Ok((input, timeout)) => run_bash(&call.id, &input.command, timeout, ctx).await,
                 Err(err) => err,
             }
@@ -164,6 +166,40 @@ fn inside_working_dirs(dir: &std::path::Path, ctx: &ToolContext) -> bool {
     std::iter::once(&ctx.project_root)
         .chain(extra.iter())
         .any(|root| strata_config::paths::resolves_within(dir, root))
+}
+
+/// Starts the command as a background shell task of the session.
+fn run_in_background(input: &BashInput, ctx: &ToolContext) -> ToolOutput {
+    let Some(tasks) = ctx.hooks.shell_tasks() else {
+        return ToolOutput::error(
+            "Background commands need a session to keep their task and output in; this run \
+             has none. Run the command in the foreground (raise `timeout` up to 600000 ms if \
+             it is slow).",
+        );
+    };
+    let mut cwd = ctx.cwd();
+    if !cwd.is_dir() {
+        cwd = ctx.project_root.clone();
+        ctx.set_cwd(cwd.clone());
+    }
+    debug_panic(&input.command);
+    let env = ctx.secrets.command_env(&ctx.env.snapshot());
+    match tasks.start(&input.command, input.description.as_deref(), &cwd, &env) {
+        Ok(started) => ToolOutput::ok(format!(
+            "Command running in background with ID: {}. Output is being written to: {}",
+            started.id,
+            started.output_path.display()
+        ))
+        .with_detail(json!({
+            "stdout": "",
+            "stderr": "",
+            "interrupted": false,
+            "isImage": false,
+            "noOutputExpected": false,
+            "backgroundTaskId": started.id,
+        })),
+        Err(message) => ToolOutput::error(message),
+    }
 }
 
 async fn run_bash(id: &str, command: &str, timeout: Duration, ctx: &ToolContext) -> ToolOutput {

@@ -1,0 +1,471 @@
+//! Background shell tasks: a Bash call with `run_in_background: true` starts its command
+//! under the process supervisor ([`crate::procs::Supervised`], the one tracker of every
+//! tool process) and returns at once; the command becomes a local shell task.
+//!
+//! What this module owns, per session ([`ShellTasks`]):
+//! - the live side of each task (its supervisor, output not yet read, how it ended), kept
+//!   here because it holds processes and pipes, which app state cannot;
+//! - the task's entry in the root store (SA-3): registered and marked running when it
+//!   starts, its pid when the supervisor reports it, its exit code and end time when it
+//!   ends — recorded by the task's own driver, so it happens even if nobody asks;
+//! - the output file `<session>/tasks/<task-id>.output`, which gets every byte (stdout and
+//!   stderr interleaved as they arrive), while memory keeps at most
+//!   [`MAX_UNREAD_OUTPUT_BYTES`] of output nobody has read yet;
+//! - stopping: SIGTERM to the command's process group, then, after [`STOP_GRACE`], the
+//!   supervisor kills everything the command started (other groups and sessions too).
+//!
+//! When the command's shell exits, whatever it left running is stopped as well: a task
+//! ends with all of its processes. At strata's exit [`crate::procs::shutdown_all`] stops
+//! every supervisor, so no task outlives strata.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use strata_state::AppState;
+use strata_state::tasks::{LocalShell, TaskId, TaskKind, TaskState, updaters};
+use strata_store::Store;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::procs::{CommandEnv, Report, STOP_WAIT, Supervised};
+use crate::sync::lock;
+
+/// At most this many background shell tasks run at once in a session; starting one more
+/// is refused with an error that names the running ones.
+pub const MAX_BACKGROUND_SHELLS: usize = 64;
+
+/// Output of a task not yet read by `TaskOutput` is kept in memory up to this many bytes;
+/// older unread bytes are dropped from memory (the output file keeps them).
+pub const MAX_UNREAD_OUTPUT_BYTES: usize = 1024 * 1024;
+
+/// How long a stopped task's processes get to exit after SIGTERM before everything the
+/// command started is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// After the shell exits, how long its output may take to drain before leftover
+/// processes holding the pipes are stopped.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// How a task ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShellEnd {
+    /// The shell exited with this code (a signal `N` that killed it counts as `128 + N`).
+    Exited(i32),
+    /// Stopped by `TaskStop` (or the session closing).
+    Killed,
+    /// The command could not be started, or its supervisor vanished.
+    Failed(String),
+}
+
+/// What `TaskOutput` sees of a task.
+#[derive(Debug, Clone)]
+pub struct ShellSnapshot {
+    /// The task id.
+    pub id: String,
+    /// The command line.
+    pub command: String,
+    /// The description the call gave (or the command).
+    pub description: String,
+    /// Output that arrived since the previous read (lossy UTF-8).
+    pub new_output: String,
+    /// Unread bytes dropped from memory because more than [`MAX_UNREAD_OUTPUT_BYTES`]
+    /// arrived between reads (the file has them).
+    pub dropped: u64,
+    /// How it ended, `None` while it runs.
+    pub end: Option<ShellEnd>,
+    /// The complete output on disk.
+    pub output_path: PathBuf,
+}
+
+/// A task that was started.
+#[derive(Debug, Clone)]
+pub struct StartedShell {
+    /// The task id (what `TaskOutput` and `TaskStop` take).
+    pub id: String,
+    /// Where the complete output goes.
+    pub output_path: PathBuf,
+}
+
+struct Unread {
+    bytes: Vec<u8>,
+    dropped: u64,
+    file: Option<std::fs::File>,
+}
+
+struct Shell {
+    id: TaskId,
+    command: String,
+    description: String,
+    output_path: PathBuf,
+    unread: Mutex<Unread>,
+    /// `Some` once the task ended (and its output is complete).
+    end: watch::Sender<Option<ShellEnd>>,
+    stop: CancellationToken,
+}
+
+/// The background shell tasks of one session.
+pub struct ShellTasks {
+    store: Option<Store<AppState>>,
+    dir: PathBuf,
+    shells: Mutex<HashMap<String, Arc<Shell>>>,
+}
+
+impl std::fmt::Debug for ShellTasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShellTasks")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl ShellTasks {
+    /// Tasks whose output files go to `dir` (`<session>/tasks/`) and, when `store` is
+    /// given, whose entries live in that root store's task map.
+    pub fn new(store: Option<Store<AppState>>, dir: impl Into<PathBuf>) -> Self {
+        Self {
+            store,
+            dir: dir.into(),
+            shells: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Where task output files go.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn running_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = lock(&self.shells)
+            .values()
+            .filter(|s| s.end.borrow().is_none())
+            .map(|s| s.id.to_string())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Starts `command` with bash in `cwd` with `env` as a background task. Must be
+    /// called inside a tokio runtime (the task's driver runs on it).
+    pub(crate) fn start(
+        &self,
+        command: &str,
+        description: Option<&str>,
+        cwd: &Path,
+        env: &CommandEnv,
+    ) -> Result<StartedShell, String> {
+        let running = self.running_ids();
+        if running.len() >= MAX_BACKGROUND_SHELLS {
+            return Err(format!(
+                "Too many background tasks: {} are running ({}), the limit is \
+                 {MAX_BACKGROUND_SHELLS}. Stop one with TaskStop or wait for one to finish \
+                 (TaskOutput with block: true), then start this command again.",
+                running.len(),
+                running.join(", ")
+            ));
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| {
+            format!(
+                "Could not create the task output folder {}: {e}",
+                self.dir.display()
+            )
+        })?;
+        let id = TaskId::generate('b');
+        let output_path = self.dir.join(format!("{id}.output"));
+        let file = std::fs::File::create(&output_path).map_err(|e| {
+            format!(
+                "Could not create the task output file {}: {e}",
+                output_path.display()
+            )
+        })?;
+        let argv = [OsStr::new("bash"), OsStr::new("-c"), OsStr::new(command)];
+        let mut supervised = Supervised::spawn(&argv, cwd, env)
+            .map_err(|e| format!("Could not start bash in {}: {e}", cwd.display()))?;
+        let description = description
+            .filter(|d| !d.trim().is_empty())
+            .unwrap_or(command)
+            .to_owned();
+        let (end, _) = watch::channel(None);
+        let shell = Arc::new(Shell {
+            id: id.clone(),
+            command: command.to_owned(),
+            description: description.clone(),
+            output_path: output_path.clone(),
+            unread: Mutex::new(Unread {
+                bytes: Vec::new(),
+                dropped: 0,
+                file: Some(file),
+            }),
+            end,
+            stop: CancellationToken::new(),
+        });
+        lock(&self.shells).insert(id.to_string(), Arc::clone(&shell));
+        if let Some(store) = &self.store {
+            let task = TaskState::new(
+                id.clone(),
+                description,
+                now_ms(),
+                TaskKind::LocalShell(LocalShell {
+                    command: command.into(),
+                    pid: None,
+                    exit_code: None,
+                    output_file: Some(Arc::from(output_path.as_path())),
+                }),
+            );
+            let _ = store.set(updaters::register(task));
+            let _ = store.set(updaters::start(id.clone()));
+        }
+        let readers = [
+            supervised
+                .stdout
+                .take()
+                .map(|r| spawn_reader(r, Arc::clone(&shell))),
+            supervised
+                .stderr
+                .take()
+                .map(|r| spawn_reader(r, Arc::clone(&shell))),
+        ];
+        tokio::spawn(drive(shell, supervised, readers, self.store.clone()));
+        Ok(StartedShell {
+            id: id.to_string(),
+            output_path,
+        })
+    }
+
+    fn get(&self, id: &str) -> Result<Arc<Shell>, String> {
+        let shells = lock(&self.shells);
+        if let Some(shell) = shells.get(id) {
+            return Ok(Arc::clone(shell));
+        }
+        let mut known: Vec<String> = shells.keys().cloned().collect();
+        drop(shells);
+        known.sort();
+        Err({
+            if known.is_empty() {
+                format!("No background task with id {id}: this session has started none.")
+            } else {
+                format!(
+                    "No background task with id {id}. This session's tasks: {}.",
+                    known.join(", ")
+                )
+            }
+        })
+    }
+
+    /// Takes the output that arrived since the last read of task `id`, after waiting up
+    /// to `wait` for the task to end (no wait when `None`).
+    pub async fn read(&self, id: &str, wait: Option<Duration>) -> Result<ShellSnapshot, String> {
+        let shell = self.get(id)?;
+        if let Some(wait) = wait {
+            let mut rx = shell.end.subscribe();
+            let _ = tokio::time::timeout(wait, rx.wait_for(Option::is_some)).await;
+        }
+        let end = shell.end.borrow().clone();
+        let (bytes, dropped) = {
+            let mut unread = lock(&shell.unread);
+            let dropped = std::mem::take(&mut unread.dropped);
+            (std::mem::take(&mut unread.bytes), dropped)
+        };
+        Ok(ShellSnapshot {
+            id: shell.id.to_string(),
+            command: shell.command.clone(),
+            description: shell.description.clone(),
+            new_output: String::from_utf8_lossy(&bytes).into_owned(),
+            dropped,
+            end,
+            output_path: shell.output_path.clone(),
+        })
+    }
+
+    /// Stops task `id` (SIGTERM to its process group, everything killed after
+    /// [`STOP_GRACE`]) and waits until its processes are gone. Returns how it ended; an
+    /// error for an unknown task or one that had already ended.
+    pub async fn stop(&self, id: &str) -> Result<ShellEnd, String> {
+        let shell = self.get(id)?;
+        if let Some(end) = shell.end.borrow().clone() {
+            return Err(format!(
+                "Task {id} is not running: it {}.",
+                describe_end(&end)
+            ));
+        }
+        shell.stop.cancel();
+        let mut rx = shell.end.subscribe();
+        let limit = STOP_GRACE + STOP_WAIT + PIPE_GRACE + Duration::from_secs(1);
+        match tokio::time::timeout(limit, rx.wait_for(Option::is_some)).await {
+            Ok(Ok(end)) => Ok(end.clone().unwrap_or(ShellEnd::Killed)),
+            _ => Err(format!(
+                "Task {id} was sent SIGTERM and then SIGKILL, but its processes had not all \
+                 exited {} s later.",
+                limit.as_secs()
+            )),
+        }
+    }
+}
+
+/// How an ended task ended, for messages ("exited with code 0").
+pub fn describe_end(end: &ShellEnd) -> String {
+    match end {
+        ShellEnd::Exited(code) => format!("exited with code {code}"),
+        ShellEnd::Killed => "was stopped".to_owned(),
+        ShellEnd::Failed(why) => format!("failed: {why}"),
+    }
+}
+
+fn spawn_reader<R>(mut reader: R, shell: Arc<Shell>) -> tokio::task::JoinHandle<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match reader.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let mut unread = lock(&shell.unread);
+                    let chunk = &buf[..n];
+                    // The file is complete; a failed write stops writing it (the
+                    // in-memory copy still works) rather than failing the task.
+                    if let Some(file) = unread.file.as_mut()
+                        && file.write_all(chunk).is_err()
+                    {
+                        unread.file = None;
+                    }
+                    unread.bytes.extend_from_slice(chunk);
+                    let over = unread.bytes.len().saturating_sub(MAX_UNREAD_OUTPUT_BYTES);
+                    if over > 0 {
+                        unread.bytes.drain(..over);
+                        unread.dropped += over as u64;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Waits up to `grace` for the readers to reach end of file; true if they did.
+async fn join_readers(
+    readers: &mut [Option<tokio::task::JoinHandle<()>>; 2],
+    grace: Duration,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + grace;
+    for slot in readers.iter_mut() {
+        if let Some(handle) = slot {
+            if tokio::time::timeout_at(deadline, handle).await.is_err() {
+                return false;
+            }
+            *slot = None;
+        }
+    }
+    true
+}
+
+/// Runs one task to its end: follows the supervisor's reports, stops on request, and
+/// records the end in the store and for readers.
+async fn drive(
+    shell: Arc<Shell>,
+    mut supervised: Supervised,
+    mut readers: [Option<tokio::task::JoinHandle<()>>; 2],
+    store: Option<Store<AppState>>,
+) {
+    let mut group: Option<i32> = None;
+    let end = loop {
+        tokio::select! {
+            report = supervised.next() => match report {
+                Report::Started(pid) => {
+                    group = Some(pid);
+                    if let Some(store) = &store {
+                        let pid = u32::try_from(pid).ok();
+                        let _ = store.set(updaters::progress(shell.id.clone(), move |t| {
+                            match &mut t.kind {
+                                TaskKind::LocalShell(s) if s.pid != pid => {
+                                    s.pid = pid;
+                                    true
+                                }
+                                _ => false,
+                            }
+                        }));
+                    }
+                }
+                Report::Exited { code, signal, .. } => {
+                    // Output first, then whatever the shell left running goes: a task
+                    // ends with all of its processes.
+                    join_readers(&mut readers, PIPE_GRACE).await;
+                    supervised.stop_and_wait(STOP_WAIT).await;
+                    break ShellEnd::Exited(match (code, signal) {
+                        (Some(code), _) => code,
+                        (None, Some(sig)) => 128 + sig,
+                        (None, None) => -1,
+                    });
+                }
+                Report::Failed(message) => break ShellEnd::Failed(message),
+                Report::Gone => break ShellEnd::Failed(
+                    "the task's supervisor process was killed before the command ended"
+                        .to_owned(),
+                ),
+            },
+            () = shell.stop.cancelled() => {
+                terminate(group, &mut supervised).await;
+                break ShellEnd::Killed;
+            }
+        }
+    };
+    join_readers(&mut readers, PIPE_GRACE).await;
+    for handle in readers.iter().flatten() {
+        handle.abort();
+    }
+    if let Some(file) = lock(&shell.unread).file.as_mut() {
+        let _ = file.flush();
+    }
+    if let Some(store) = &store {
+        let now = now_ms();
+        let id = shell.id.clone();
+        let _ = match &end {
+            ShellEnd::Exited(code) => {
+                let code = *code;
+                let _ = store.set(updaters::progress(id.clone(), move |t| match &mut t.kind {
+                    TaskKind::LocalShell(s) => {
+                        s.exit_code = Some(code);
+                        true
+                    }
+                    _ => false,
+                }));
+                if code == 0 {
+                    store.set(updaters::complete(id, now))
+                } else {
+                    store.set(updaters::fail(id, format!("Exit code {code}"), now))
+                }
+            }
+            ShellEnd::Killed => store.set(updaters::kill(id, now)),
+            ShellEnd::Failed(why) => store.set(updaters::fail(id, why.as_str(), now)),
+        };
+    }
+    shell.end.send_replace(Some(end));
+}
+
+/// SIGTERM to the command's process group, a grace period for it to exit, then the
+/// supervisor kills everything the command started.
+async fn terminate(group: Option<i32>, supervised: &mut Supervised) {
+    use nix::sys::signal::{Signal, killpg};
+    if let Some(group) = group {
+        // ESRCH: the group is already empty.
+        let _ = killpg(nix::unistd::Pid::from_raw(group), Signal::SIGTERM);
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        loop {
+            match tokio::time::timeout_at(deadline, supervised.next()).await {
+                Ok(Report::Gone) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    }
+    supervised.stop_and_wait(STOP_WAIT).await;
+}
