@@ -1,5 +1,5 @@
 //! Background shell tasks: a Bash call with `run_in_background: true` starts its command
-//! under the process supervisor ([`crate::procs::Supervised`], the one tracker of every
+//! under the process supervisor (`procs::Supervised`, the one tracker of every
 //! tool process) and returns at once; the command becomes a local shell task.
 //!
 //! What this module owns, per session ([`ShellTasks`]):
