@@ -251,7 +251,7 @@ fn context_from_launch_merges_settings_flags_and_directories() {
         disallowed_tools: vec!["WebFetch".into()],
         add_dirs: vec!["/opt/data".into()],
     };
-    let (mut c, warnings) = PermissionContext::from_launch("/work/proj", &s, &launch).unwrap();
+    let (mut c, warnings) = PermissionContext::from_launch("/srv/proj", &s, &launch).unwrap();
     assert_eq!(c.mode, AcceptEdits);
     assert!(c.bypass.is_available());
     assert_eq!(c.rules.allow.len(), 2);
@@ -262,7 +262,7 @@ fn context_from_launch_merges_settings_flags_and_directories() {
     assert_eq!(
         c.additional_directories,
         [
-            std::path::PathBuf::from("/work/shared"),
+            std::path::PathBuf::from("/srv/shared"),
             home.join("notes"),
             "/opt/data".into()
         ]

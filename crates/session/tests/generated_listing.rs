@@ -13,7 +13,7 @@ use strata_session::listing::{self, SessionSummary};
 use strata_session::resume::LoadedSession;
 use strata_testkit::transcripts::TranscriptBuilder;
 
-const ROOT: &str = "/work/generated-project";
+const ROOT: &str = "/srv/generated-project";
 
 fn project_dir(cfg: &Path) -> PathBuf {
     strata_config::paths::project_sessions_dir(cfg, Path::new(ROOT))

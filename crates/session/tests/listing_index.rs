@@ -26,7 +26,7 @@ struct Setup {
 fn setup(files: &[&str]) -> Setup {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = tmp.path().join("cfg");
-    let root = PathBuf::from("/work/some-project");
+    let root = PathBuf::from("/srv/some-project");
     let dir = strata_config::paths::project_sessions_dir(&cfg, &root);
     fs::create_dir_all(&dir).unwrap();
     for (age, f) in files.iter().enumerate() {
