@@ -14,7 +14,7 @@ use strata_session::writer::TranscriptWriter;
 
 // The session crate's test driver of file history (the app state's domain plus the
 // session layer's disk side, wired as the engine wires them), to record a session.
-#[path = "../../session/tests/support/file_history.rs"]
+#[path = "../../agent/tests/file_history_support/mod.rs"]
 mod file_history_driver;
 use file_history_driver::HistoryDriver;
 

@@ -7,12 +7,11 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-#[path = "support/file_history.rs"]
-mod support;
+mod file_history_support;
 
+use file_history_support::HistoryDriver;
 use strata_session::file_history::{ChangeKind, FileHistoryError};
 use strata_session::layout::SessionLayout;
-use support::HistoryDriver;
 
 fn read(p: &Path) -> Option<String> {
     std::fs::read_to_string(p).ok()

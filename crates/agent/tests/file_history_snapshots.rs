@@ -8,14 +8,13 @@ use std::path::Path;
 
 use serde_json::Value;
 use strata_protocol::transcript::{Entry, FileHistorySnapshot, MetadataEntry};
-#[path = "support/file_history.rs"]
-mod support;
+mod file_history_support;
 
+use file_history_support::{DriverError, HistoryDriver};
 use strata_session::file_history::FileHistoryError;
 use strata_session::layout::SessionLayout;
 use strata_session::writer::TranscriptWriter;
 use strata_state::MAX_FILE_HISTORY_SNAPSHOTS as MAX_SNAPSHOTS;
-use support::{DriverError, HistoryDriver};
 
 struct Fixture {
     _tmp: tempfile::TempDir,
