@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use strata_session::layout::SessionLayout;
 use strata_session::writer::TranscriptWriter;
 
-// The session crate's test driver of file history (the app state's domain plus the
+// The agent tests' driver of file history (the app state's domain plus the
 // session layer's disk side, wired as the engine wires them), to record a session.
 #[path = "../../agent/tests/file_history_support/mod.rs"]
 mod file_history_driver;
