@@ -186,7 +186,7 @@ impl Tool for TaskOutput {
             };
             match read {
                 Ok(snapshot) => render(&snapshot, wait.is_some(), &call.id, ctx),
-                Err(message) => ToolOutput::error(message),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
@@ -275,7 +275,7 @@ impl Tool for TaskStop {
                     "task_id": id,
                     "task_type": "local_bash",
                 })),
-                Err(message) => ToolOutput::error(message),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }

@@ -89,7 +89,7 @@ pub struct PermissionRule {
 impl PermissionRule {
     /// Parses `Tool` or `Tool(pattern)`. `Tool()` and `Tool(*)` mean the whole tool.
     /// The error says what is wrong and how to write the rule.
-    pub fn parse(raw: &str) -> Result<Self, String> {
+    pub fn parse(raw: &str) -> Result<Self, strata_config::rule_text::RuleTextError> {
         let (tool, pattern) = strata_config::rule_text::parse_rule(raw)?;
         Ok(Self {
             raw: Arc::from(raw),
@@ -147,11 +147,11 @@ impl RuleError {
         origin: RuleSource,
         behavior: RuleBehavior,
     ) -> Result<PermissionRule, Self> {
-        PermissionRule::parse(text).map_err(|message| Self {
+        PermissionRule::parse(text).map_err(|e| Self {
             rule: text.to_owned(),
             origin,
             behavior,
-            message,
+            message: e.to_string(),
         })
     }
 }
@@ -220,7 +220,7 @@ mod tests {
             ("(x)", "no tool name"),
             ("Bad Name", "contains ' '"),
         ] {
-            let err = PermissionRule::parse(bad).unwrap_err();
+            let err = PermissionRule::parse(bad).unwrap_err().to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
         let err = RuleError::parse("Bash(rm", RuleSource::CliArg, RuleBehavior::Deny).unwrap_err();

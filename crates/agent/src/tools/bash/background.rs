@@ -242,7 +242,7 @@ impl ShellTasks {
         })
     }
 
-    fn get(&self, id: &str) -> Result<Arc<Shell>, String> {
+    fn get(&self, id: &str) -> Result<Arc<Shell>, ShellTaskError> {
         let shells = lock(&self.shells);
         if let Some(shell) = shells.get(id) {
             return Ok(Arc::clone(shell));
@@ -250,21 +250,19 @@ impl ShellTasks {
         let mut known: Vec<String> = shells.keys().cloned().collect();
         drop(shells);
         known.sort();
-        Err({
-            if known.is_empty() {
-                format!("No background task with id {id}: this session has started none.")
-            } else {
-                format!(
-                    "No background task with id {id}. This session's tasks: {}.",
-                    known.join(", ")
-                )
-            }
+        Err(ShellTaskError::Unknown {
+            id: id.to_owned(),
+            known,
         })
     }
 
     /// Takes the output that arrived since the last read of task `id`, after waiting up
     /// to `wait` for the task to end (no wait when `None`).
-    pub async fn read(&self, id: &str, wait: Option<Duration>) -> Result<ShellSnapshot, String> {
+    pub async fn read(
+        &self,
+        id: &str,
+        wait: Option<Duration>,
+    ) -> Result<ShellSnapshot, ShellTaskError> {
         let shell = self.get(id)?;
         if let Some(wait) = wait {
             let mut rx = shell.end.subscribe();
@@ -290,25 +288,68 @@ impl ShellTasks {
     /// Stops task `id` (SIGTERM to its process group, everything killed after
     /// [`STOP_GRACE`]) and waits until its processes are gone. Returns how it ended; an
     /// error for an unknown task or one that had already ended.
-    pub async fn stop(&self, id: &str) -> Result<ShellEnd, String> {
+    pub async fn stop(&self, id: &str) -> Result<ShellEnd, ShellTaskError> {
         let shell = self.get(id)?;
         if let Some(end) = shell.end.borrow().clone() {
-            return Err(format!(
-                "Task {id} is not running: it {}.",
-                describe_end(&end)
-            ));
+            return Err(ShellTaskError::NotRunning {
+                id: id.to_owned(),
+                end,
+            });
         }
         shell.stop.cancel();
         let mut rx = shell.end.subscribe();
         let limit = STOP_GRACE + STOP_WAIT + PIPE_GRACE + Duration::from_secs(1);
         match tokio::time::timeout(limit, rx.wait_for(Option::is_some)).await {
             Ok(Ok(end)) => Ok(end.clone().unwrap_or(ShellEnd::Killed)),
-            _ => Err(format!(
-                "Task {id} was sent SIGTERM and then SIGKILL, but its processes had not all \
-                 exited {} s later.",
-                limit.as_secs()
-            )),
+            _ => Err(ShellTaskError::StillRunning {
+                id: id.to_owned(),
+                waited: limit,
+            }),
         }
+    }
+}
+
+/// Why a background task could not be read or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ShellTaskError {
+    /// No task of this session has that id.
+    #[error("{}", unknown_message(id, known))]
+    Unknown {
+        /// The id asked for.
+        id: String,
+        /// The ids this session has started, sorted.
+        known: Vec<String>,
+    },
+    /// The task had already ended.
+    #[error("Task {id} is not running: it {}.", describe_end(end))]
+    NotRunning {
+        /// The task's id.
+        id: String,
+        /// How it ended.
+        end: ShellEnd,
+    },
+    /// A stop was sent but the task's processes had not all exited in time.
+    #[error(
+        "Task {id} was sent SIGTERM and then SIGKILL, but its processes had not all exited \
+         {} s later.",
+        waited.as_secs()
+    )]
+    StillRunning {
+        /// The task's id.
+        id: String,
+        /// How long the stop waited.
+        waited: Duration,
+    },
+}
+
+fn unknown_message(id: &str, known: &[String]) -> String {
+    if known.is_empty() {
+        format!("No background task with id {id}: this session has started none.")
+    } else {
+        format!(
+            "No background task with id {id}. This session's tasks: {}.",
+            known.join(", ")
+        )
     }
 }
 
