@@ -39,27 +39,7 @@ impl Markers {
 
     /// Pids of running processes whose arguments include marker `n`.
     fn running(&self, n: u32) -> Vec<i32> {
-        let marker = self.nth(n);
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-                continue;
-            };
-            if cmdline
-                .split(|&b| b == 0)
-                .any(|arg| arg == marker.as_bytes())
-            {
-                pids.push(pid);
-            }
-        }
-        pids
+        headless_support::pids_with_arg(&self.nth(n))
     }
 
     fn left(&self, upto: u32) -> Vec<(u32, i32)> {

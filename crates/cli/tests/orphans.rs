@@ -38,28 +38,7 @@ impl Markers {
 
     /// The pids of running processes whose arguments include the `n`th marker.
     fn running(&self, n: u32) -> Vec<i32> {
-        let marker = self.nth(n);
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            // Zombies have an empty command line: they run no more.
-            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-                continue;
-            };
-            if cmdline
-                .split(|&b| b == 0)
-                .any(|arg| arg == marker.as_bytes())
-            {
-                pids.push(pid);
-            }
-        }
-        pids
+        headless_support::pids_with_arg(&self.nth(n))
     }
 
     /// Every marked process still running, as (marker number, pid).

@@ -326,3 +326,27 @@ pub struct Finished {
     /// Everything on stderr.
     pub stderr: String,
 }
+
+/// Pids of the running processes one of whose arguments is exactly `arg` (a marker the
+/// orphan tests put on a `sleep`). Zombies have an empty command line, so they are not
+/// counted: they run no more.
+#[allow(dead_code)] // not every test binary that includes this module scans processes
+pub fn pids_with_arg(arg: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|&b| b == 0).any(|a| a == arg.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
