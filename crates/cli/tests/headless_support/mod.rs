@@ -330,7 +330,6 @@ pub struct Finished {
 /// Pids of the running processes one of whose arguments is exactly `arg` (a marker the
 /// orphan tests put on a `sleep`). Zombies have an empty command line, so they are not
 /// counted: they run no more.
-#[allow(dead_code)] // not every test binary that includes this module scans processes
 pub fn pids_with_arg(arg: &str) -> Vec<i32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
