@@ -21,6 +21,7 @@ pub mod context;
 mod cost;
 pub mod engine;
 mod file_history;
+pub mod hooks;
 pub mod permissions;
 pub mod procs;
 pub mod provider;

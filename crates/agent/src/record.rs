@@ -62,6 +62,11 @@ impl Recorder {
         }
     }
 
+    /// The transcript file (created with the first line).
+    pub(crate) fn path(&self) -> std::path::PathBuf {
+        self.writer.path().to_path_buf()
+    }
+
     /// Appends a user line; returns its uuid once the line is written (see the module
     /// docs), so the caller may show it.
     pub(crate) fn user(&self, message: Message, line: UserLine) -> Result<String, WriterError> {

@@ -70,6 +70,12 @@ fn options(env: &Env, server: &MockServer) -> EngineOptions {
         verbose: false,
         prompter: None,
         events: Arc::new(Quiet),
+        system_prompt: None,
+        append_system_prompt: None,
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
+        max_thinking_tokens: None,
+        sdk: Default::default(),
     }
 }
 

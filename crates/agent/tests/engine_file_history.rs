@@ -72,6 +72,12 @@ fn options(env: &Env, server: &MockServer) -> EngineOptions {
         prompter: None,
         events: Arc::new(Collect::default()),
         handles: EngineHandles::private(),
+        system_prompt: None,
+        append_system_prompt: None,
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
+        max_thinking_tokens: None,
+        sdk: Default::default(),
     }
 }
 

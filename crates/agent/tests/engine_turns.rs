@@ -84,6 +84,12 @@ fn options(env: &Env, server: &MockServer, events: Arc<dyn EventSink>) -> Engine
         verbose: true,
         prompter: None,
         events,
+        system_prompt: None,
+        append_system_prompt: None,
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
+        max_thinking_tokens: None,
+        sdk: Default::default(),
     }
 }
 

@@ -28,6 +28,8 @@ Environment:
 #[command(
     name = "strata",
     version,
+    // `-v` too: the Python SDK checks the CLI's version with `<cli> -v`.
+    disable_version_flag = true,
     about,
     long_about = None,
     args_conflicts_with_subcommands = true,
@@ -40,6 +42,9 @@ pub(crate) struct Cli {
     /// Running the agent (the default when no subcommand is given).
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
+    /// Print the version.
+    #[arg(short = 'v', long = "version", visible_short_alias = 'V', action = clap::ArgAction::Version)]
+    version: (),
 }
 
 /// The subcommands.
@@ -158,4 +163,111 @@ pub(crate) struct AgentArgs {
     /// `demo` for the demo session built into strata.
     #[arg(long, value_name = "TRANSCRIPT")]
     pub(crate) replay: Option<String>,
+
+    /// The flags the official Agent SDKs pass ([`SdkArgs`]).
+    #[command(flatten)]
+    pub(crate) sdk: SdkArgs,
+}
+
+/// The flags the reference CLI accepts and the official Agent SDKs pass when they start
+/// it (`claude-agent-sdk`, `@anthropic-ai/claude-agent-sdk`). Every one is accepted, in
+/// both `--flag value` and `--flag=value` forms; what strata cannot honour yet is named
+/// once on stderr and in `system/init` (`crate::headless::sdk_flags`), never refused.
+#[derive(Debug, Args, Default)]
+pub(crate) struct SdkArgs {
+    /// Replace the system prompt (an empty value keeps the default, as the SDKs send it).
+    #[arg(long, value_name = "PROMPT")]
+    pub(crate) system_prompt: Option<String>,
+
+    /// Replace the system prompt with a file's contents.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) system_prompt_file: Option<String>,
+
+    /// Append text to the system prompt.
+    #[arg(long, value_name = "PROMPT")]
+    pub(crate) append_system_prompt: Option<String>,
+
+    /// With stream-json output: also emit `stream_event` lines, the model's raw stream
+    /// events as they arrive.
+    #[arg(long)]
+    pub(crate) include_partial_messages: bool,
+
+    /// With stream-json output: also emit hook lifecycle messages.
+    #[arg(long)]
+    pub(crate) include_hook_events: bool,
+
+    /// Which settings files load: a comma-separated subset of user, project, local (empty:
+    /// none of them).
+    #[arg(long, value_name = "SOURCES")]
+    pub(crate) setting_sources: Option<String>,
+
+    /// MCP server configurations (files or JSON); several values allowed.
+    #[arg(long, value_name = "CONFIG", num_args = 1.., action = clap::ArgAction::Append)]
+    pub(crate) mcp_config: Vec<String>,
+
+    /// Use only the MCP servers of --mcp-config.
+    #[arg(long)]
+    pub(crate) strict_mcp_config: bool,
+
+    /// Wait for the client's `initialize` control request before the `system/init` line.
+    #[arg(long)]
+    pub(crate) await_initialize: bool,
+
+    /// The id of the new session (a UUID).
+    #[arg(long, value_name = "UUID")]
+    pub(crate) session_id: Option<String>,
+
+    /// The model to use when the main one is overloaded.
+    #[arg(long, value_name = "MODEL")]
+    pub(crate) fallback_model: Option<String>,
+
+    /// Stop with `error_max_budget_usd` once the session's cost reaches this many dollars.
+    #[arg(long, value_name = "USD")]
+    pub(crate) max_budget_usd: Option<f64>,
+
+    /// The thinking budget of a response, in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) max_thinking_tokens: Option<u32>,
+
+    /// The tools the model may use (comma- or space-separated names; empty: none;
+    /// `default`: all).
+    #[arg(long, value_name = "TOOLS", num_args = 1.., action = clap::ArgAction::Append)]
+    pub(crate) tools: Vec<String>,
+
+    /// API beta headers to send (comma-separated).
+    #[arg(long, value_name = "BETAS", num_args = 1.., action = clap::ArgAction::Append)]
+    pub(crate) betas: Vec<String>,
+
+    /// Debug output, optionally filtered by category (`--debug api,hooks`).
+    #[arg(long, value_name = "FILTER", num_args = 0..=1, default_missing_value = "")]
+    pub(crate) debug: Option<String>,
+
+    /// Write debug output to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) debug_file: Option<String>,
+
+    /// Debug output to stderr (what the TypeScript SDK passes with `DEBUG`).
+    #[arg(long)]
+    pub(crate) debug_to_stderr: bool,
+
+    /// Do not write the session to disk (it cannot be resumed).
+    #[arg(long)]
+    pub(crate) no_session_persistence: bool,
+
+    /// A JSON schema the final answer must match (structured output: `structured_output`
+    /// in the result).
+    #[arg(long, value_name = "SCHEMA")]
+    pub(crate) json_schema: Option<String>,
+
+    /// Custom sub-agents, as a JSON object `{name: {description, prompt, tools, model}}`.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) agents: Option<String>,
+
+    /// Load plugins from this directory; several allowed.
+    #[arg(long, value_name = "DIR", action = clap::ArgAction::Append)]
+    pub(crate) plugin_dir: Vec<String>,
+
+    /// Echo the client's user messages back on stdout.
+    #[arg(long)]
+    pub(crate) replay_user_messages: bool,
 }

@@ -1,7 +1,8 @@
 //! The `strata` binary: parses arguments, runs one command, and turns its outcome into a
 //! message and an exit code (in [`exit`], the one place that does so).
 //!
-//! - `strata -p …`: a headless agent run ([`headless`]);
+//! - `strata -p …`: a headless agent run ([`headless`]), also without `-p` when an SDK
+//!   drives it (`--input-format stream-json`);
 //! - `strata config …`, `strata sessions …`: the subcommands ([`commands`]);
 //! - `strata` alone: the interactive UI, which is not built yet (says so, exit code 2);
 //! - `strata __strata-supervise …` (hidden): the supervisor of one tool command, which
@@ -60,7 +61,8 @@ fn run(cli: args::Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(args::Command::Config(a)) => commands::config::run(a),
         Some(args::Command::Sessions(a)) => commands::sessions::run(a),
-        None if cli.agent.print => headless::run(cli.agent),
+        // The Agent SDKs start strata without -p (headless::implied).
+        None if cli.agent.print || headless::implied(&cli.agent) => headless::run(cli.agent),
         None => Err(exit::Failure::usage(headless::NO_INTERACTIVE_UI).into()),
     }
 }

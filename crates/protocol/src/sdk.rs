@@ -38,6 +38,22 @@ pub enum SdkMessage {
     ControlRequest(ControlRequest),
     /// The answer to a control request (either direction).
     ControlResponse(ControlResponse),
+    /// One raw event of the model's response stream (`--include-partial-messages`).
+    StreamEvent(StreamEventMessage),
+}
+
+/// `{"type":"stream_event","event":{…},…}`: a raw Messages API stream event
+/// (`message_start`, `content_block_delta`, …) as it arrived.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamEventMessage {
+    /// The event, in the Messages API's shape.
+    pub event: Value,
+    /// The tool use of the parent agent when this comes from a sub-agent.
+    pub parent_tool_use_id: Option<String>,
+    /// The session id.
+    pub session_id: String,
+    /// This line's id.
+    pub uuid: String,
 }
 
 /// `system` messages.
@@ -49,6 +65,64 @@ pub enum SystemMessage {
     Init(Box<InitMessage>),
     /// The permission mode changed (FX-1's SDK status stream: the raw mode).
     Status(StatusMessage),
+    /// A hook started (`--include-hook-events`).
+    HookStarted(HookStartedMessage),
+    /// A hook finished (`--include-hook-events`).
+    HookResponse(HookResponseMessage),
+    /// The session became idle, started running, or waits for the client
+    /// (`CLAUDE_CODE_SDK_READS_SESSION_STATE=1`).
+    SessionStateChanged(SessionStateMessage),
+}
+
+/// `{"type":"system","subtype":"hook_started",…}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HookStartedMessage {
+    /// Identifies this run of the hook (shared with its `hook_response`).
+    pub hook_id: String,
+    /// The hook's name: `<event>:<matcher or tool>` (`PreToolUse:Bash`).
+    pub hook_name: String,
+    /// The event (`PreToolUse`, …).
+    pub hook_event: String,
+    /// The session id.
+    pub session_id: String,
+    /// This line's id.
+    pub uuid: String,
+}
+
+/// `{"type":"system","subtype":"hook_response",…}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HookResponseMessage {
+    /// The run's id (as in `hook_started`).
+    pub hook_id: String,
+    /// The hook's name.
+    pub hook_name: String,
+    /// The event.
+    pub hook_event: String,
+    /// What the hook printed on stdout (a callback: its JSON answer).
+    pub output: String,
+    /// What it printed on stdout.
+    pub stdout: String,
+    /// What it printed on stderr.
+    pub stderr: String,
+    /// Its exit code (absent when it timed out or could not start).
+    pub exit_code: Option<i32>,
+    /// `success`, `blocked`, `error`, `timeout` or `cancelled`.
+    pub outcome: String,
+    /// The session id.
+    pub session_id: String,
+    /// This line's id.
+    pub uuid: String,
+}
+
+/// `{"type":"system","subtype":"session_state_changed","state":…}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionStateMessage {
+    /// `running`, `idle` or `requires_action`.
+    pub state: String,
+    /// The session id.
+    pub session_id: String,
+    /// This line's id.
+    pub uuid: String,
 }
 
 /// `{"type":"system","subtype":"init",…}`.
@@ -147,6 +221,10 @@ pub enum ResultSubtype {
     ErrorMaxTurns,
     /// The run failed (API error, interrupt, internal error).
     ErrorDuringExecution,
+    /// `--max-budget-usd` was spent.
+    ErrorMaxBudgetUsd,
+    /// `--json-schema`: the final answer did not match the schema.
+    ErrorMaxStructuredOutputRetries,
 }
 
 /// `{"type":"result",…}`: the last line of a run.
@@ -177,9 +255,13 @@ pub struct ResultMessage {
     pub model_usage: Map<String, Value>,
     /// Tool calls that were denied.
     pub permission_denials: Vec<PermissionDenial>,
-    /// Error messages, for failed runs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Error messages, for failed runs; always present (`[]` when none), as the SDKs'
+    /// types declare it (the TypeScript SDK reads it as an array).
+    #[serde(default)]
     pub errors: Vec<String>,
+    /// `--json-schema`: the final answer, parsed, when it matched the schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<Value>,
     /// This line's id.
     pub uuid: String,
 }

@@ -86,6 +86,46 @@ pub struct EngineOptions {
     pub prompter: Option<Arc<dyn PermissionPrompter>>,
     /// Where the session's messages go.
     pub events: Arc<dyn EventSink>,
+    /// `--system-prompt` (or the `systemPrompt` of an SDK's `initialize`): replaces the
+    /// default system prompt; an empty string means the default (both SDKs send one).
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt` (or `appendSystemPrompt`): appended to the system prompt.
+    pub append_system_prompt: Option<String>,
+    /// `--mcp-config` values (files or JSON). Parsed by the binary; MCP is not built yet,
+    /// so the session reports them as not honoured.
+    pub mcp_config: Vec<String>,
+    /// `--strict-mcp-config`.
+    pub strict_mcp_config: bool,
+    /// `--max-thinking-tokens`: the thinking budget of a response.
+    pub max_thinking_tokens: Option<u32>,
+    /// What an SDK host adds: partial messages, a budget, the session id, hooks.
+    pub sdk: SdkOptions,
+}
+
+/// The options an SDK client's flags add to a session (`--include-partial-messages`,
+/// `--max-budget-usd`, `--session-id`, hooks).
+#[derive(Clone, Default)]
+pub struct SdkOptions {
+    /// Emit `stream_event` messages with the model's raw stream events.
+    pub include_partial_messages: bool,
+    /// Stop a turn with `error_max_budget_usd` once the session has cost this much.
+    pub max_budget_usd: Option<f64>,
+    /// The id of a new session (`--session-id`); ignored when resuming.
+    pub session_id: Option<uuid::Uuid>,
+    /// The session's hooks (settings files and SDK callbacks); `None`: none run.
+    pub hooks: Option<Arc<crate::hooks::Hooks>>,
+}
+
+/// The system prompt's overrides, changeable while the session is open (an SDK's
+/// `initialize` carries them after the session started).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SystemPromptOptions {
+    /// Replaces the default prompt (`None` or empty: the default).
+    pub system_prompt: Option<String>,
+    /// Appended to the prompt.
+    pub append_system_prompt: Option<String>,
+    /// What SessionStart hooks added (`additionalContext`), appended last.
+    pub hook_context: Option<String>,
 }
 
 /// One session at work.
@@ -143,6 +183,10 @@ struct Inner {
     settings: strata_config::SettingsFiles,
     /// Held for its lifetime: the settings watcher (UI-7); `None` when it could not start.
     _settings_watcher: Option<strata_config::SettingsWatcher>,
+    /// The system prompt's overrides (flags, then `initialize`).
+    system_prompt: Mutex<SystemPromptOptions>,
+    /// The SDK client's options.
+    sdk: SdkOptions,
 }
 
 impl Engine {
@@ -233,6 +277,70 @@ impl Engine {
         result
     }
 
+    /// Replaces the system prompt and the appended text (an SDK's `initialize`); the
+    /// next request uses them. `None` keeps what the flags set.
+    pub fn set_system_prompt(&self, system_prompt: Option<String>, append: Option<String>) {
+        let mut options = lock(&self.inner.system_prompt);
+        if system_prompt.is_some() {
+            options.system_prompt = system_prompt;
+        }
+        if append.is_some() {
+            options.append_system_prompt = append;
+        }
+    }
+
+    /// Runs the SessionStart hooks (`source`: `startup`, `resume`, `clear`, `compact`);
+    /// what they add for the model joins the system prompt. Returns the problems to
+    /// report.
+    pub async fn session_start_hooks(&self, source: &str) -> Vec<String> {
+        let Some(hooks) = self.inner.sdk.hooks.clone() else {
+            return Vec::new();
+        };
+        let outcome = hooks
+            .run(
+                crate::hooks::HookEvent::SessionStart,
+                Some(source),
+                &self.inner.hook_session(),
+                serde_json::json!({"source": source}),
+                None,
+                &CancellationToken::new(),
+            )
+            .await;
+        if let Some(context) = outcome.context_text() {
+            lock(&self.inner.system_prompt).hook_context = Some(context);
+        }
+        outcome.errors
+    }
+
+    /// Runs the SessionEnd hooks (`reason`: `other`, `prompt_input_exit`, …), bounded
+    /// by their timeouts; returns the problems to report.
+    pub async fn session_end_hooks(&self, reason: &str) -> Vec<String> {
+        let Some(hooks) = self.inner.sdk.hooks.clone() else {
+            return Vec::new();
+        };
+        hooks
+            .run(
+                crate::hooks::HookEvent::SessionEnd,
+                Some(reason),
+                &self.inner.hook_session(),
+                serde_json::json!({"reason": reason}),
+                None,
+                &CancellationToken::new(),
+            )
+            .await
+            .errors
+    }
+
+    /// The session's hooks, if any.
+    pub fn hooks(&self) -> Option<&Arc<crate::hooks::Hooks>> {
+        self.inner.sdk.hooks.as_ref()
+    }
+
+    /// The session's transcript file.
+    pub fn transcript_path(&self) -> PathBuf {
+        self.inner.recorder.path()
+    }
+
     /// Interrupts the running turn, if any (control request `interrupt`).
     pub fn interrupt(&self) {
         if let Some(turn) = lock(&self.inner.current_turn).as_ref() {
@@ -316,6 +424,16 @@ impl Inner {
         Ok(())
     }
 
+    /// What a hook's input says about the session now.
+    fn hook_session(&self) -> crate::hooks::HookSession {
+        crate::hooks::HookSession {
+            session_id: self.session_id.clone(),
+            transcript_path: self.recorder.path(),
+            cwd: self.tool_context.cwd(),
+            permission_mode: self.store.get().tool_permission_context.mode.to_string(),
+        }
+    }
+
     /// What one turn of this session needs (the query loop sees nothing else).
     fn turn_context(&self) -> TurnContext<'_> {
         TurnContext {
@@ -334,6 +452,8 @@ impl Inner {
             max_turns: self.max_turns,
             cwd: &self.cwd,
             project_root: &self.project_root,
+            system_prompt: lock(&self.system_prompt).clone(),
+            sdk: &self.sdk,
         }
     }
 

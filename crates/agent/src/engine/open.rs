@@ -62,7 +62,11 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         warnings.push(skipped);
     }
     let (session_id, transcript_path, mut loaded) = match resumed {
-        None => (uuid::Uuid::new_v4(), None, None),
+        None => (
+            options.sdk.session_id.unwrap_or_else(uuid::Uuid::new_v4),
+            None,
+            None,
+        ),
         Some((path, loaded)) => {
             let own_id = uuid::Uuid::parse_str(&loaded.session_id)
                 .ok()
@@ -264,6 +268,16 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         &mut warnings,
     );
 
+    // User hooks: the settings' `hooks` join those the host brought (SDK callbacks are
+    // added at `initialize`). Read once at start, as the reference agent does.
+    let mut sdk = options.sdk;
+    if let Some(value) = merged.settings.extra.get("hooks") {
+        let hooks = sdk
+            .hooks
+            .get_or_insert_with(|| Arc::new(crate::hooks::Hooks::new()));
+        warnings.extend(hooks.add_settings(value, "settings hooks"));
+    }
+
     // The settings' model is read from the store at each request (it may change).
     let default_model = options.provider.default_model().map(str::to_owned);
     Ok(Inner {
@@ -291,6 +305,13 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         session_permissions: Mutex::new(Default::default()),
         settings: files,
         _settings_watcher: settings_watcher,
+        system_prompt: Mutex::new(super::SystemPromptOptions {
+            system_prompt: options.system_prompt,
+            append_system_prompt: options.append_system_prompt,
+            hook_context: None,
+        }),
+        // `max_thinking_tokens` is read by the thinking configuration (issue 14, h5).
+        sdk,
     })
 }
 

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::TurnContext;
 use super::ports::PermissionPrompt;
 use super::{INTERRUPTED_TOOL_RESULT, Run, set_in_progress};
+use crate::hooks::PromptDecision;
 use crate::permissions::{PermissionDecision, denial_output};
 use crate::tools::{ToolCall, ToolContext, ToolOutput};
 
@@ -95,6 +96,21 @@ async fn clear(
         )));
     };
     tool.validate(&tool_use.input)?;
+    // PreToolUse runs before the permission decision: it may block, change the input
+    // (checked again, and what the rules then judge), allow without a prompt or ask.
+    let pre = super::turn_hooks::pre_tool_use(
+        inner,
+        &tool_use.name,
+        &tool_use.input,
+        &tool_use.id,
+        cancel,
+    )
+    .await;
+    let mut input = tool_use.input.clone();
+    if let Some(updated) = pre.updated_input.clone() {
+        tool.validate(&updated)?;
+        input = updated;
+    }
     let state = inner.store.get();
     let mut permissions = inner.effective_permissions();
     permissions.mode = state.tool_permission_context.mode;
@@ -111,12 +127,40 @@ async fn clear(
         .cloned()
         .collect();
     drop(state);
-    let mut input = tool_use.input.clone();
     let decision = permissions.check(tool.as_ref(), &input, &inner.tool_context.cwd());
+    let decision = with_hook_decision(decision, &pre, &tool_use.name, inner.prompter.is_some());
     let denied = match decision {
         PermissionDecision::Allow => None,
         PermissionDecision::Deny { reason } => Some(reason),
         PermissionDecision::Ask { reason } => match &inner.prompter {
+            // A PermissionRequest hook answers in place of the prompt when it decides.
+            Some(_)
+                if let Some(answer) = super::turn_hooks::permission_request(
+                    inner,
+                    &tool_use.name,
+                    &input,
+                    &tool_use.id,
+                    cancel,
+                )
+                .await
+                .prompt_decision =>
+            {
+                match answer {
+                    PromptDecision::Allow { updated_input } => {
+                        if let Some(updated) = updated_input {
+                            tool.validate(&updated)?;
+                            input = updated;
+                        }
+                        None
+                    }
+                    PromptDecision::Deny { message, interrupt } => {
+                        if interrupt {
+                            cancel.cancel();
+                        }
+                        Some(message)
+                    }
+                }
+            }
             Some(prompter) => {
                 let prompt = PermissionPrompt {
                     tool_name: tool_use.name.clone(),
@@ -190,6 +234,39 @@ async fn clear(
     })
 }
 
+/// The rules' decision with PreToolUse's applied: a rule's deny always stands; a hook's
+/// block or deny denies; a hook's ask asks (denied when nobody can answer); a hook's
+/// allow answers the prompt the rules would have shown (as the user's approval would).
+fn with_hook_decision(
+    decision: PermissionDecision,
+    pre: &crate::hooks::HookOutcome,
+    tool_name: &str,
+    can_prompt: bool,
+) -> PermissionDecision {
+    use crate::hooks::HookPermission;
+    if matches!(decision, PermissionDecision::Deny { .. }) {
+        return decision;
+    }
+    if let Some(reason) = &pre.blocked {
+        return PermissionDecision::Deny {
+            reason: format!("A PreToolUse hook blocked this {tool_name} call: {reason}"),
+        };
+    }
+    let reason = || {
+        pre.permission_reason
+            .clone()
+            .unwrap_or_else(|| format!("A PreToolUse hook asks before this {tool_name} call."))
+    };
+    match (&pre.permission, decision) {
+        (Some(HookPermission::Ask), _) if !can_prompt => PermissionDecision::Deny {
+            reason: format!("{} No one can approve it in this session.", reason()),
+        },
+        (Some(HookPermission::Ask), _) => PermissionDecision::Ask { reason: reason() },
+        (Some(HookPermission::Allow), PermissionDecision::Ask { .. }) => PermissionDecision::Allow,
+        (_, decision) => decision,
+    }
+}
+
 /// Counts a permission outcome in the app state's denial tracking; returns the counters
 /// after it.
 fn record_outcome(inner: &TurnContext<'_>, denied: bool) -> crate::permissions::DenialTracking {
@@ -219,6 +296,17 @@ async fn run_batch(
         return;
     }
     let ids: Vec<String> = batch.iter().map(|c| c.call.id.clone()).collect();
+    let calls: Vec<(usize, String, serde_json::Value, String)> = batch
+        .iter()
+        .map(|c| {
+            (
+                c.index,
+                c.name.clone(),
+                c.call.input.clone(),
+                c.call.id.clone(),
+            )
+        })
+        .collect();
     set_in_progress(inner, &ids);
     let started = Instant::now();
     let results = join_all(batch.into_iter().map(|c| async move {
@@ -236,4 +324,25 @@ async fn run_batch(
         outputs[index] = Some(output);
     }
     set_in_progress(inner, &[]);
+    // PostToolUse / PostToolUseFailure: what the hooks say joins the result the model
+    // reads.
+    for (index, name, input, id) in calls {
+        let Some(output) = outputs[index].as_mut() else {
+            continue;
+        };
+        if let Some(note) = super::turn_hooks::post_tool_use(
+            inner,
+            &name,
+            &input,
+            &id,
+            &output.content,
+            output.is_error,
+            &ctx.cancel,
+        )
+        .await
+        {
+            output.content.push_str("\n\n");
+            output.content.push_str(&note);
+        }
+    }
 }

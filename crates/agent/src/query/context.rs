@@ -55,6 +55,10 @@ pub(crate) struct TurnContext<'a> {
     pub(crate) max_turns: Option<u32>,
     pub(crate) cwd: &'a PathBuf,
     pub(crate) project_root: &'a PathBuf,
+    /// The system prompt's overrides as the turn starts.
+    pub(crate) system_prompt: crate::engine::SystemPromptOptions,
+    /// Partial messages, budget, hooks.
+    pub(crate) sdk: &'a crate::engine::SdkOptions,
 }
 
 impl TurnContext<'_> {
@@ -66,6 +70,21 @@ impl TurnContext<'_> {
     /// See [`TurnHost::apply_permission_updates`].
     pub(crate) fn apply_permission_updates(&self, updates: &[Value]) {
         self.host.apply_permission_updates(updates);
+    }
+
+    /// What a hook's input says about the session now.
+    pub(crate) fn hook_session(&self) -> crate::hooks::HookSession {
+        crate::hooks::HookSession {
+            session_id: self.session_id.clone(),
+            transcript_path: self.recorder.path(),
+            cwd: self.tool_context.cwd(),
+            permission_mode: self.store.get().tool_permission_context.mode.to_string(),
+        }
+    }
+
+    /// The session's hooks, when any are registered.
+    pub(crate) fn hooks(&self) -> Option<&crate::hooks::Hooks> {
+        self.sdk.hooks.as_deref()
     }
 
     /// See [`TurnHost::model`].

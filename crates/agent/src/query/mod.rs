@@ -20,6 +20,8 @@ mod calls;
 mod context;
 mod conversation;
 pub(crate) mod ports;
+mod raw_events;
+mod turn_hooks;
 
 pub(crate) use self::context::{TurnContext, TurnHost};
 
@@ -68,6 +70,7 @@ struct Run {
 enum Outcome {
     Success,
     MaxTurns,
+    MaxBudget,
     Interrupted,
     Failed,
 }
@@ -97,6 +100,13 @@ pub(crate) async fn run_turn(
     let (subtype, is_error) = match outcome {
         Outcome::Success if run.errors.is_empty() => (ResultSubtype::Success, false),
         Outcome::MaxTurns => (ResultSubtype::ErrorMaxTurns, true),
+        Outcome::MaxBudget => {
+            run.errors.push(format!(
+                "the session reached its budget of ${:.2} (--max-budget-usd)",
+                inner.sdk.max_budget_usd.unwrap_or_default()
+            ));
+            (ResultSubtype::ErrorMaxBudgetUsd, true)
+        }
         Outcome::Interrupted => {
             run.errors.push("the turn was interrupted".into());
             (ResultSubtype::ErrorDuringExecution, true)
@@ -116,6 +126,7 @@ pub(crate) async fn run_turn(
         model_usage: run.totals.model_usage_json(),
         permission_denials: run.denials,
         errors: run.errors,
+        structured_output: None,
         uuid: uuid::Uuid::new_v4().to_string(),
     };
     inner.events.emit(SdkMessage::Result(result.clone()));
@@ -135,6 +146,9 @@ async fn turn(
     if conversation::is_blank(&prompt) {
         return Err("the prompt is empty: nothing was asked".into());
     }
+    // UserPromptSubmit: a hook may block the prompt (it is then neither recorded nor
+    // sent) or add context for the model.
+    let prompt = turn_hooks::user_prompt_submit(inner, prompt, cancel).await?;
     // The prompt: recorded, snapshotted for rewind, added to the conversation.
     let mode = inner.store.get().tool_permission_context.mode.to_string();
     let prompt_uuid = inner
@@ -152,6 +166,7 @@ async fn turn(
     snapshot_files(inner, &prompt_uuid);
     push_message(inner, prompt);
 
+    let mut stop_continuations = 0u32;
     loop {
         if cancel.is_cancelled() {
             record_interruption(inner, &[]);
@@ -159,6 +174,13 @@ async fn turn(
         }
         if inner.max_turns.is_some_and(|max| run.num_turns >= max) {
             return Ok(Outcome::MaxTurns);
+        }
+        if inner
+            .sdk
+            .max_budget_usd
+            .is_some_and(|budget| inner.bootstrap.total_cost_usd() >= budget)
+        {
+            return Ok(Outcome::MaxBudget);
         }
         run.num_turns += 1;
 
@@ -185,7 +207,21 @@ async fn turn(
                 .filter_map(ContentBlock::as_text)
                 .collect::<Vec<_>>()
                 .join("");
-            return Ok(Outcome::Success);
+            // Stop: a hook may send the model back to work, with its reason as the
+            // next prompt (bounded: `stop_hook_active` tells the hook it already did).
+            match turn_hooks::stop(inner, stop_continuations, cancel).await {
+                Some(reason) => {
+                    stop_continuations += 1;
+                    let message = Message::user_text(reason);
+                    inner
+                        .recorder
+                        .user(message.clone(), UserLine::default())
+                        .map_err(|e| format!("a Stop hook's reason could not be recorded: {e}"))?;
+                    push_message(inner, message);
+                    continue;
+                }
+                None => return Ok(Outcome::Success),
+            }
         }
 
         let results = calls::run_calls(inner, &uses, &response.invalid_inputs, cancel, run).await;
@@ -275,6 +311,9 @@ async fn stream_response(
             Some(Err(e)) => break Err(e),
             Some(Ok(event)) => event,
         };
+        if inner.sdk.include_partial_messages {
+            raw_events::emit(inner, &event);
+        }
         match acc.push(&event) {
             Ok(Some(completed)) => lines.completed(inner, &acc, completed.block)?,
             // The next block starts (the held one is out at once, as a server sends a
@@ -464,8 +503,32 @@ pub(crate) fn set_in_progress(inner: &TurnContext<'_>, ids: &[String]) {
     });
 }
 
-/// The system prompt: who strata is and where it works.
+/// The system prompt: `--system-prompt` (or `initialize`'s `systemPrompt`) when given
+/// and not empty, else who strata is and where it works; then `--append-system-prompt`,
+/// then what SessionStart hooks added.
 fn system_prompt(inner: &TurnContext<'_>) -> String {
+    let options = &inner.system_prompt;
+    let mut prompt = match options.system_prompt.as_deref() {
+        Some(custom) if !custom.is_empty() => custom.to_owned(),
+        _ => default_system_prompt(inner),
+    };
+    if let Some(append) = options
+        .append_system_prompt
+        .as_deref()
+        .filter(|a| !a.is_empty())
+    {
+        prompt.push_str("\n\n");
+        prompt.push_str(append);
+    }
+    if let Some(context) = options.hook_context.as_deref() {
+        prompt.push_str("\n\n");
+        prompt.push_str(context);
+    }
+    prompt
+}
+
+/// strata's own system prompt.
+fn default_system_prompt(inner: &TurnContext<'_>) -> String {
     let date = chrono::Utc::now().format("%Y-%m-%d");
     format!(
         "You are strata, a coding agent working in the user's terminal. You help with software \

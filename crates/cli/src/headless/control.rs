@@ -17,13 +17,22 @@
 //! sent to the client as `can_use_tool` requests (`--permission-prompt-tool stdio`, what
 //! the reference SDKs pass when their user gives a permission callback), `"none"` when
 //! calls that need approval are denied and listed in the result's `permission_denials`.
-//! Hook callbacks registered at `initialize` are not supported yet: the response is still
-//! a success and a warning on stderr says they will not be called.
+//! It also reads what the SDKs put in it: `systemPrompt` and `appendSystemPrompt` (they
+//! replace the flags' values), `hooks` (callbacks registered by id, called back with
+//! `hook_callback` requests: [`super::callbacks`]); `agents` and `mcpServers` name
+//! capabilities not built yet and are reported on stderr.
+//!
+//! Requests for capabilities a later part of issue 14 builds are answered with an error
+//! naming the capability, never a silent success: `stop_task` (background tasks),
+//! `get_context_usage` and `set_max_thinking_tokens` (context and thinking), `mcp_*`
+//! (MCP servers). Each has its own arm in [`Controller::other`], where its owner
+//! replaces the error with the real answer.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use strata_agent::engine::Engine;
+use strata_agent::hooks::HookCallbacks;
 use strata_protocol::sdk::{ControlRequest, ControlRequestBody, ControlResponse};
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +44,8 @@ pub(crate) struct Controller {
     /// The provider's default model, offered in `initialize`'s model list.
     default_model: Option<String>,
     initialized: bool,
+    /// Where hook callbacks registered at `initialize` are called.
+    callbacks: Option<Arc<dyn HookCallbacks>>,
 }
 
 impl Controller {
@@ -48,7 +59,14 @@ impl Controller {
             prompts_to_client,
             default_model,
             initialized: false,
+            callbacks: None,
         }
+    }
+
+    /// Calls hook callbacks registered at `initialize` through `callbacks`.
+    pub(crate) fn with_callbacks(mut self, callbacks: Arc<dyn HookCallbacks>) -> Self {
+        self.callbacks = Some(callbacks);
+        self
     }
 
     /// Carries out `request`; `turn` is the running turn's token, if one runs.
@@ -59,7 +77,7 @@ impl Controller {
     ) -> ControlResponse {
         let id = request.request_id;
         let outcome = match request.request {
-            ControlRequestBody::Initialize { hooks, extra: _ } => self.initialize(hooks),
+            ControlRequestBody::Initialize { hooks, extra } => self.initialize(hooks, &extra),
             ControlRequestBody::Interrupt => {
                 if let Some(turn) = turn {
                     turn.cancel();
@@ -88,7 +106,7 @@ impl Controller {
             ControlRequestBody::CanUseTool { .. } => {
                 Err("can_use_tool requests go from strata to the client, not the other way".into())
             }
-            ControlRequestBody::Other(body) => Err(unsupported(&body)),
+            ControlRequestBody::Other(body) => Self::other(&body),
         };
         match outcome {
             Ok(response) => ControlResponse::success(id, response),
@@ -96,19 +114,73 @@ impl Controller {
         }
     }
 
-    fn initialize(&mut self, hooks: Option<Value>) -> Result<Option<Value>, String> {
+    /// The requests strata knows by subtype but has no typed body for: one arm each.
+    fn other(body: &Map<String, Value>) -> Result<Option<Value>, String> {
+        let subtype = body.get("subtype").and_then(Value::as_str);
+        let not_built = |what: &str| {
+            Err(format!(
+                "{}: {what} is not built in this version of strata",
+                subtype.unwrap_or_default()
+            ))
+        };
+        match subtype {
+            Some("stop_task") => not_built("stopping background tasks (task messages)"),
+            Some("get_context_usage") => not_built("context usage reporting"),
+            Some("set_max_thinking_tokens") => not_built("a configurable thinking budget"),
+            Some("mcp_status")
+            | Some("mcp_reconnect")
+            | Some("mcp_toggle")
+            | Some("mcp_message")
+            | Some("mcp_set_servers") => not_built("MCP server support"),
+            _ => Err(unsupported(body)),
+        }
+    }
+
+    fn initialize(
+        &mut self,
+        hooks: Option<Value>,
+        extra: &Map<String, Value>,
+    ) -> Result<Option<Value>, String> {
         if self.initialized {
             return Err("already initialized: initialize is sent once per session".into());
         }
+        let text = |key: &str| match extra.get(key) {
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            None | Some(Value::Null) => Ok(None),
+            Some(other) => Err(format!(
+                "initialize: \"{key}\" must be a string, not {other}"
+            )),
+        };
+        let system_prompt = text("systemPrompt")?;
+        let append = text("appendSystemPrompt")?;
         self.initialized = true;
-        if hooks
-            .as_ref()
-            .is_some_and(|h| !h.is_null() && h != &json!({}))
-        {
-            super::warn(format_args!(
-                "hook callbacks registered at initialize are not supported yet and will not \
-                 be called"
-            ));
+        if system_prompt.is_some() || append.is_some() {
+            self.engine.set_system_prompt(system_prompt, append);
+        }
+        if let Some(hooks) = hooks.filter(|h| !h.is_null() && h != &json!({})) {
+            match (self.engine.hooks(), &self.callbacks) {
+                (Some(runtime), Some(callbacks)) => {
+                    for problem in runtime.register_callbacks(&hooks, Arc::clone(callbacks)) {
+                        super::warn(format_args!("{problem}"));
+                    }
+                }
+                _ => super::warn(format_args!(
+                    "hook callbacks registered at initialize cannot be called in this session"
+                )),
+            }
+        }
+        for (key, what) in [
+            ("agents", "custom sub-agents"),
+            ("mcpServers", "MCP servers"),
+        ] {
+            if extra
+                .get(key)
+                .is_some_and(|v| !v.is_null() && v != &json!({}))
+            {
+                super::warn(format_args!(
+                    "initialize: \"{key}\" was ignored: {what} are not built in this version"
+                ));
+            }
         }
         let init = self.engine.init_message();
         let commands: Vec<Value> = init
@@ -133,6 +205,8 @@ impl Controller {
             "output_style": init.output_style,
             "available_output_styles": [init.output_style],
             "models": models,
+            "agents": [],
+            "account": {"apiKeySource": init.api_key_source},
             "permission_prompts": if self.prompts_to_client { "stdio" } else { "none" },
         })))
     }

@@ -27,12 +27,14 @@
 //!   permission prompts) is the only prompt tool; without it, calls that need approval
 //!   are denied and listed in `permission_denials`.
 
+mod callbacks;
 mod control;
 mod demo;
 mod input;
 mod output;
 mod prompter;
 mod provider;
+mod sdk_flags;
 mod session;
 
 use std::fmt;
@@ -83,11 +85,29 @@ pub(crate) struct Setup {
     /// The settings' `apiKeyHelper`, when the provider takes its key from it; attached
     /// to the session's store once it is open.
     pub(crate) key_helper: Option<std::sync::Arc<strata_agent::provider::ApiKeyHelper>>,
+    /// What the SDK flags ask for.
+    pub(crate) sdk: sdk_flags::SdkSetup,
+}
+
+/// Whether a run without `-p` is headless all the same: the official Agent SDKs start
+/// the CLI with `--output-format stream-json --verbose --input-format stream-json` and no
+/// `-p`; stream-json output with stdin not a terminal means the same (a program drives
+/// it).
+pub(crate) fn implied(args: &AgentArgs) -> bool {
+    args.input_format == InputFormat::StreamJson
+        || (args.output_format == OutputFormat::StreamJson && !std::io::stdin().is_terminal())
 }
 
 /// Runs `strata -p …`.
-pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
+pub(crate) fn run(mut args: AgentArgs) -> anyhow::Result<()> {
     check_flags(&args)?;
+    let sdk = sdk_flags::read(std::mem::take(&mut args.sdk))?;
+    if !sdk.unsupported.is_empty() {
+        warn(format_args!(
+            "these flags are accepted but not honoured yet: {}",
+            sdk.unsupported.join("; ")
+        ));
+    }
     let env = |name: &str| std::env::var(name).ok();
     let config_dir = paths::config_dir().map_err(|e| Failure::usage(e.to_string()))?;
     let cwd = std::env::current_dir()
@@ -147,6 +167,7 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
         verbose: args.verbose,
         replay: args.replay,
         key_helper,
+        sdk,
     };
     // Multi-threaded: tools run in parallel and the engine may block briefly in places;
     // two workers match the machines strata is measured on and start in well under a

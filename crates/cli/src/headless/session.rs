@@ -4,14 +4,18 @@ use std::collections::VecDeque;
 use std::io::Write as _;
 use std::sync::Arc;
 
-use strata_agent::engine::{Engine, EngineHandles, EngineOptions, EventSink, PermissionPrompter};
+use strata_agent::engine::{
+    Engine, EngineHandles, EngineOptions, EventSink, PermissionPrompter, SdkOptions,
+};
+use strata_agent::hooks::Hooks;
 use strata_protocol::message::Message;
 use strata_protocol::sdk::{
-    ControlResponse, ResultMessage, ResultSubtype, SdkMessage, SystemMessage,
+    ControlResponse, ResultMessage, ResultSubtype, SdkMessage, SessionStateMessage, SystemMessage,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::callbacks::CallbackChannel;
 use super::control::Controller;
 use super::input::{self, Input};
 use super::output::{LineWriter, Lines, QuietSink, StreamSink};
@@ -48,6 +52,15 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     );
     let default_model = setup.provider.default_model().map(str::to_owned);
     let provider_name = setup.provider.name();
+    let sdk = setup.sdk;
+    // Every session has a hook runtime: the settings' hooks join it when the session
+    // opens, an SDK client's callbacks at `initialize`.
+    let hooks = Arc::new(Hooks::new());
+    if sdk.include_hook_events
+        && let Some(lines) = &lines
+    {
+        hooks.set_lifecycle_sink(Some(Arc::new(StreamSink::new(lines.clone()))));
+    }
     let options = EngineOptions {
         cwd: setup.cwd,
         config_dir: setup.config_dir,
@@ -66,7 +79,20 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             .clone()
             .map(|p| p as Arc<dyn PermissionPrompter>),
         events,
+        system_prompt: sdk.system_prompt,
+        append_system_prompt: sdk.append_system_prompt,
+        mcp_config: sdk.mcp_config,
+        strict_mcp_config: sdk.strict_mcp_config,
+        max_thinking_tokens: sdk.max_thinking_tokens,
+        sdk: SdkOptions {
+            include_partial_messages: sdk.include_partial_messages,
+            max_budget_usd: sdk.max_budget_usd,
+            session_id: sdk.session_id,
+            hooks: Some(hooks),
+        },
     };
+    let unsupported_flags = sdk.unsupported;
+    let resumed_session = options.resume.is_some();
     let engine = match Engine::open(options).await {
         Ok(engine) => Arc::new(engine),
         Err(err) => return Err(Failure::from(err).into()),
@@ -104,7 +130,21 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         // Which service answers (`replay` marks a played-back session); clients that do
         // not know the field ignore it.
         init.extra.insert("provider".into(), provider_name.into());
+        // The SDK flags given that strata does not honour yet (also said on stderr).
+        if !unsupported_flags.is_empty() {
+            init.extra.insert(
+                "strata_unsupported_flags".into(),
+                unsupported_flags.clone().into(),
+            );
+        }
         lines.send_json(&SdkMessage::System(SystemMessage::Init(Box::new(init))));
+    }
+
+    for problem in engine
+        .session_start_hooks(if resumed_session { "resume" } else { "startup" })
+        .await
+    {
+        warn(format_args!("{problem}"));
     }
 
     let interrupts = crate::signals::Interrupts::watch();
@@ -121,18 +161,27 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
                 )
                 .into());
             };
+            let callbacks = CallbackChannel::new(lines.clone());
             let controller =
-                Controller::new(engine.clone(), prompt_channel.is_some(), default_model);
+                Controller::new(engine.clone(), prompt_channel.is_some(), default_model)
+                    .with_callbacks(callbacks.clone());
             stream(
                 &engine,
                 controller,
-                prompt_channel,
+                Channels {
+                    prompts: prompt_channel,
+                    callbacks,
+                },
                 lines,
                 &interrupts.session,
             )
             .await?
         }
     };
+
+    for problem in engine.session_end_hooks("other").await {
+        warn(format_args!("{problem}"));
+    }
 
     // The conversation is kept past the engine and never freed: the process ends right
     // after this, and the operating system takes the memory back in one go, where
@@ -182,10 +231,12 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
 async fn stream(
     engine: &Arc<Engine>,
     mut controller: Controller,
-    prompts: Option<Arc<PromptChannel>>,
+    channels: Channels,
     lines: &Lines,
     session: &CancellationToken,
 ) -> anyhow::Result<Option<ResultMessage>> {
+    let Channels { prompts, callbacks } = channels;
+    let states = SessionStates::from_env(lines.clone(), engine.session_id());
     let mut inputs = input::spawn_reader()?;
     let mut input_open = true;
     let mut queue: VecDeque<(Message, Option<String>)> = VecDeque::new();
@@ -203,6 +254,7 @@ async fn stream(
             if let Some(p) = &prompts {
                 p.set_turn(Some(turn.clone()));
             }
+            states.send("running");
             let task =
                 tokio::spawn(async move { engine.run_prompt_with_uuid(prompt, uuid, token).await });
             running = Some((task, turn));
@@ -221,6 +273,9 @@ async fn stream(
                 if let Some(p) = &prompts {
                     p.set_turn(None);
                 }
+                if queue.is_empty() {
+                    states.send("idle");
+                }
                 match finished {
                     Some(Ok(result)) => last = Some(result),
                     Some(Err(err)) => {
@@ -236,6 +291,7 @@ async fn stream(
                     if let Some(p) = &prompts {
                         p.close();
                     }
+                    callbacks.close();
                 }
                 Some(Input::Prompt(message, uuid)) => queue.push_back((message, uuid)),
                 Some(Input::Rejected) => rejected += 1,
@@ -248,8 +304,9 @@ async fn stream(
                 }
                 Some(Input::Response(response)) => {
                     let id = response.request_id().to_owned();
-                    let answered = prompts.as_ref().map(|p| p.answer(response));
-                    if answered != Some(Answered::Prompt) {
+                    let answered = callbacks.answer(&response)
+                        || prompts.as_ref().map(|p| p.answer(response)) == Some(Answered::Prompt);
+                    if !answered {
                         warn(format_args!("a control_response for {id:?} answers no open request; ignored"));
                     }
                 }
@@ -262,6 +319,7 @@ async fn stream(
                 if let Some(p) = &prompts {
                     p.close();
                 }
+                callbacks.close();
             }
         }
     }
@@ -278,6 +336,43 @@ async fn stream(
         .into());
     }
     Ok(last)
+}
+
+/// The client-facing channels of a stream-json session: permission prompts (when the
+/// client answers them) and hook callbacks.
+struct Channels {
+    prompts: Option<Arc<PromptChannel>>,
+    callbacks: Arc<CallbackChannel>,
+}
+
+/// `session_state_changed` messages, sent when the client asked for them with
+/// `CLAUDE_CODE_SDK_READS_SESSION_STATE=1`: `running` when a prompt starts, `idle`
+/// when the last queued one ended.
+struct SessionStates {
+    lines: Option<Lines>,
+    session_id: String,
+}
+
+impl SessionStates {
+    fn from_env(lines: Lines, session_id: String) -> Self {
+        let on = std::env::var("CLAUDE_CODE_SDK_READS_SESSION_STATE").is_ok_and(|v| v == "1");
+        Self {
+            lines: on.then_some(lines),
+            session_id,
+        }
+    }
+
+    fn send(&self, state: &str) {
+        if let Some(lines) = &self.lines {
+            lines.send_json(&SdkMessage::System(SystemMessage::SessionStateChanged(
+                SessionStateMessage {
+                    state: state.to_owned(),
+                    session_id: self.session_id.clone(),
+                    uuid: uuid::Uuid::new_v4().to_string(),
+                },
+            )));
+        }
+    }
 }
 
 /// Prints the outcome for `text` and `json` output (`stream-json` printed it as it ran).

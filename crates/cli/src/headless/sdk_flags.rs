@@ -1,0 +1,188 @@
+//! The flags the official Agent SDKs pass (`crate::args::SdkArgs`): what strata does with
+//! each, read into what the session needs ([`SdkSetup`]), and the list of those it cannot
+//! honour yet, which is reported once on stderr and in the `system/init` line
+//! (`strata_unsupported_flags`) — never a refusal, since the SDKs pass several of them on
+//! every start and would otherwise not work at all.
+//!
+//! | flag | what strata does |
+//! |------|------------------|
+//! | `--system-prompt`, `--system-prompt-file` | replace the system prompt (empty: the default) |
+//! | `--append-system-prompt` | append to it |
+//! | `--include-partial-messages` | `stream_event` lines with the raw API events |
+//! | `--include-hook-events` | `system/hook_started` and `system/hook_response` lines |
+//! | `--session-id` | the new session's id (a UUID; an error otherwise) |
+//! | `--max-budget-usd` | ends a turn with `error_max_budget_usd` once spent |
+//! | `--setting-sources` | honoured when it lists user, project and local (the default); else reported |
+//! | `--await-initialize` | accepted: strata answers `initialize` whenever it comes |
+//! | `--mcp-config`, `--strict-mcp-config` | parsed for the MCP client (not built yet): reported |
+//! | `--max-thinking-tokens` | parsed for the thinking configuration: reported until it reads it |
+//! | `--fallback-model`, `--tools`, `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--no-session-persistence`, `--json-schema`, `--agents`, `--plugin-dir`, `--replay-user-messages` | reported |
+
+use crate::args::SdkArgs;
+use crate::exit::Failure;
+
+/// What the SDK flags give the session.
+#[derive(Debug, Default)]
+pub(crate) struct SdkSetup {
+    /// The system prompt that replaces the default (`Some("")`: the default).
+    pub(crate) system_prompt: Option<String>,
+    /// Appended to the system prompt.
+    pub(crate) append_system_prompt: Option<String>,
+    pub(crate) mcp_config: Vec<String>,
+    pub(crate) strict_mcp_config: bool,
+    pub(crate) max_thinking_tokens: Option<u32>,
+    pub(crate) include_partial_messages: bool,
+    pub(crate) include_hook_events: bool,
+    pub(crate) max_budget_usd: Option<f64>,
+    pub(crate) session_id: Option<uuid::Uuid>,
+    /// The flags given that strata does not honour yet, as `--flag: why`.
+    pub(crate) unsupported: Vec<String>,
+}
+
+/// Reads `args`; a value that cannot be meant (an unreadable prompt file, a session id
+/// that is not a UUID, a negative budget) is a usage error naming the flag.
+pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
+    let mut unsupported = Vec::new();
+    let mut report = |flag: &str, why: &str| unsupported.push(format!("{flag}: {why}"));
+    let system_prompt = match (args.system_prompt, args.system_prompt_file) {
+        (Some(_), Some(_)) => {
+            return Err(Failure::usage(
+                "--system-prompt and --system-prompt-file cannot be combined: give one",
+            ));
+        }
+        (Some(prompt), None) => Some(prompt),
+        (None, Some(file)) => Some(std::fs::read_to_string(&file).map_err(|e| {
+            Failure::usage(format!("--system-prompt-file {file}: cannot read it: {e}"))
+        })?),
+        (None, None) => None,
+    };
+    let session_id = match args.session_id {
+        Some(id) => Some(uuid::Uuid::parse_str(&id).map_err(|_| {
+            Failure::usage(format!(
+                "--session-id {id:?} is not a UUID (e.g. 123e4567-e89b-12d3-a456-426614174000)"
+            ))
+        })?),
+        None => None,
+    };
+    if let Some(budget) = args.max_budget_usd
+        && !(budget.is_finite() && budget > 0.0)
+    {
+        return Err(Failure::usage(format!(
+            "--max-budget-usd {budget}: give a positive number of dollars"
+        )));
+    }
+    if let Some(sources) = &args.setting_sources {
+        let mut listed: Vec<&str> = sources
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(bad) = listed
+            .iter()
+            .find(|s| !matches!(**s, "user" | "project" | "local"))
+        {
+            return Err(Failure::usage(format!(
+                "--setting-sources: unknown source {bad:?}; use a comma-separated subset of \
+                 user, project, local"
+            )));
+        }
+        listed.sort_unstable();
+        listed.dedup();
+        if listed.len() != 3 {
+            report(
+                "--setting-sources",
+                "choosing which settings files load is not built yet; user, project and local \
+                 settings all load",
+            );
+        }
+    }
+    if !args.mcp_config.is_empty() {
+        report(
+            "--mcp-config",
+            "MCP servers are not built yet; none are started",
+        );
+    }
+    if args.strict_mcp_config {
+        report("--strict-mcp-config", "MCP servers are not built yet");
+    }
+    if args.max_thinking_tokens.is_some() {
+        report(
+            "--max-thinking-tokens",
+            "the thinking budget is not configurable yet",
+        );
+    }
+    let simple: [(&str, bool, &str); 11] = [
+        (
+            "--fallback-model",
+            args.fallback_model.is_some(),
+            "no fallback model is used",
+        ),
+        (
+            "--tools",
+            !args.tools.is_empty(),
+            "every built-in tool stays available (use --disallowedTools to remove some)",
+        ),
+        (
+            "--betas",
+            !args.betas.is_empty(),
+            "no beta headers are sent",
+        ),
+        (
+            "--debug",
+            args.debug.is_some(),
+            "use STRATA_LOG=debug for debug output on stderr",
+        ),
+        (
+            "--debug-file",
+            args.debug_file.is_some(),
+            "debug output goes to stderr (STRATA_LOG)",
+        ),
+        (
+            "--debug-to-stderr",
+            args.debug_to_stderr,
+            "use STRATA_LOG=debug",
+        ),
+        (
+            "--no-session-persistence",
+            args.no_session_persistence,
+            "the session is still written to disk",
+        ),
+        (
+            "--json-schema",
+            args.json_schema.is_some(),
+            "structured output is not built yet; the result has no structured_output",
+        ),
+        (
+            "--agents",
+            args.agents.is_some(),
+            "custom sub-agents are not built yet",
+        ),
+        (
+            "--plugin-dir",
+            !args.plugin_dir.is_empty(),
+            "plugins are not built yet",
+        ),
+        (
+            "--replay-user-messages",
+            args.replay_user_messages,
+            "user messages are not echoed",
+        ),
+    ];
+    for (flag, given, why) in simple {
+        if given {
+            report(flag, why);
+        }
+    }
+    Ok(SdkSetup {
+        system_prompt,
+        append_system_prompt: args.append_system_prompt,
+        mcp_config: args.mcp_config,
+        strict_mcp_config: args.strict_mcp_config,
+        max_thinking_tokens: args.max_thinking_tokens,
+        include_partial_messages: args.include_partial_messages,
+        include_hook_events: args.include_hook_events,
+        max_budget_usd: args.max_budget_usd,
+        session_id,
+        unsupported,
+    })
+}
