@@ -270,4 +270,64 @@ pub(crate) struct SdkArgs {
     /// Echo the client's user messages back on stdout.
     #[arg(long)]
     pub(crate) replay_user_messages: bool,
+
+    /// Thinking: `adaptive`, `enabled` or `disabled`.
+    #[arg(long, value_name = "MODE")]
+    pub(crate) thinking: Option<String>,
+
+    /// How thinking is shown.
+    #[arg(long, value_name = "DISPLAY")]
+    pub(crate) thinking_display: Option<String>,
+
+    /// The model's effort level.
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) effort: Option<String>,
+
+    /// A token budget for the task.
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) task_budget: Option<String>,
+
+    /// Run as this custom agent.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) agent: Option<String>,
+
+    /// Where the project's configuration lives.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) project_config_root: Option<String>,
+
+    /// Load plugins from this directory without their MCP servers; several allowed.
+    #[arg(long, value_name = "DIR", action = clap::ArgAction::Append)]
+    pub(crate) plugin_dir_no_mcp: Vec<String>,
+
+    /// With --resume: resume at this message.
+    #[arg(long, value_name = "UUID")]
+    pub(crate) resume_session_at: Option<String>,
+
+    /// With --resume: the turn a resume drops.
+    #[arg(long, value_name = "UUID")]
+    pub(crate) resume_drops_turn: Option<String>,
+
+    /// Mirror the session to the client's session store.
+    #[arg(long)]
+    pub(crate) session_mirror: bool,
+
+    /// Which fields the client sends in `initialize` instead of flags.
+    #[arg(long, value_name = "FIELDS")]
+    pub(crate) initialize_fields: Option<String>,
+
+    /// Managed settings come in `initialize`.
+    #[arg(long)]
+    pub(crate) managed_settings_in_initialize: bool,
+
+    /// Managed settings (a file or JSON).
+    #[arg(long, value_name = "SETTINGS")]
+    pub(crate) managed_settings: Option<String>,
+
+    /// Which permission prompts the client handles.
+    #[arg(long, value_name = "KINDS")]
+    pub(crate) permission_prompts: Option<String>,
+
+    /// Message channels to subscribe to; several allowed.
+    #[arg(long, value_name = "CHANNEL", action = clap::ArgAction::Append)]
+    pub(crate) channels: Vec<String>,
 }

@@ -259,6 +259,10 @@ pub struct ResultMessage {
     /// types declare it (the TypeScript SDK reads it as an array).
     #[serde(default)]
     pub errors: Vec<String>,
+    /// Why the last model response stopped (`end_turn`, `tool_use`, `max_tokens`, …);
+    /// `null` when no response completed.
+    #[serde(default)]
+    pub stop_reason: Option<String>,
     /// `--json-schema`: the final answer, parsed, when it matched the schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<Value>,

@@ -64,6 +64,8 @@ struct Run {
     denials: Vec<PermissionDenial>,
     errors: Vec<String>,
     final_text: String,
+    /// Why the last response stopped, as the API names it.
+    stop_reason: Option<String>,
 }
 
 /// How a run ended.
@@ -126,6 +128,7 @@ pub(crate) async fn run_turn(
         model_usage: run.totals.model_usage_json(),
         permission_denials: run.denials,
         errors: run.errors,
+        stop_reason: run.stop_reason.take(),
         structured_output: None,
         uuid: uuid::Uuid::new_v4().to_string(),
     };
@@ -343,6 +346,13 @@ async fn stream_response(
     } = lines;
     let elapsed = started.elapsed();
     run.api += elapsed;
+    if acc.is_complete() {
+        run.stop_reason = acc
+            .partial()
+            .stop_reason
+            .and_then(|r| serde_json::to_value(r).ok())
+            .and_then(|v| v.as_str().map(str::to_owned));
+    }
     // Whatever was streamed was paid for: count it even when the response broke off.
     if !acc.id().is_empty() {
         let model = acc.model().to_owned();

@@ -16,6 +16,7 @@
 //! | `--await-initialize` | accepted: strata answers `initialize` whenever it comes |
 //! | `--mcp-config`, `--strict-mcp-config` | parsed for the MCP client (not built yet): reported |
 //! | `--max-thinking-tokens` | parsed for the thinking configuration: reported until it reads it |
+//! | `--thinking`, `--thinking-display`, `--effort`, `--task-budget`, `--agent`, `--project-config-root`, `--plugin-dir-no-mcp`, `--resume-session-at`, `--resume-drops-turn`, `--session-mirror`, `--initialize-fields`, `--managed-settings[-in-initialize]`, `--permission-prompts`, `--channels` (the TypeScript SDK's newer flags) | reported |
 //! | `--fallback-model`, `--tools`, `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--no-session-persistence`, `--json-schema`, `--agents`, `--plugin-dir`, `--replay-user-messages` | reported |
 
 use crate::args::SdkArgs;
@@ -168,9 +169,34 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
             "user messages are not echoed",
         ),
     ];
+    let not_built: [(&str, bool); 15] = [
+        ("--thinking", args.thinking.is_some()),
+        ("--thinking-display", args.thinking_display.is_some()),
+        ("--effort", args.effort.is_some()),
+        ("--task-budget", args.task_budget.is_some()),
+        ("--agent", args.agent.is_some()),
+        ("--project-config-root", args.project_config_root.is_some()),
+        ("--plugin-dir-no-mcp", !args.plugin_dir_no_mcp.is_empty()),
+        ("--resume-session-at", args.resume_session_at.is_some()),
+        ("--resume-drops-turn", args.resume_drops_turn.is_some()),
+        ("--session-mirror", args.session_mirror),
+        ("--initialize-fields", args.initialize_fields.is_some()),
+        (
+            "--managed-settings-in-initialize",
+            args.managed_settings_in_initialize,
+        ),
+        ("--managed-settings", args.managed_settings.is_some()),
+        ("--permission-prompts", args.permission_prompts.is_some()),
+        ("--channels", !args.channels.is_empty()),
+    ];
     for (flag, given, why) in simple {
         if given {
             report(flag, why);
+        }
+    }
+    for (flag, given) in not_built {
+        if given {
+            report(flag, "not built in this version of strata");
         }
     }
     Ok(SdkSetup {
