@@ -144,11 +144,20 @@ impl Controller {
         if self.initialized {
             return Err("already initialized: initialize is sent once per session".into());
         }
+        // A string, or (the TypeScript SDK) a list of strings: the prompt's parts.
         let text = |key: &str| match extra.get(key) {
             Some(Value::String(s)) => Ok(Some(s.clone())),
             None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(parts)) if parts.iter().all(Value::is_string) => Ok(Some(
+                parts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|p| !p.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n\n"),
+            )),
             Some(other) => Err(format!(
-                "initialize: \"{key}\" must be a string, not {other}"
+                "initialize: \"{key}\" must be a string or a list of strings, not {other}"
             )),
         };
         let system_prompt = text("systemPrompt")?;

@@ -1,0 +1,272 @@
+// The Agent SDK compatibility suite, TypeScript side: drives strata through the official
+// `@anthropic-ai/claude-agent-sdk` (npm) with strata as the CLI
+// (`pathToClaudeCodeExecutable`), against strata's mock model server on 127.0.0.1
+// (`strata-mock-server`). Run by `scripts/sdk-compat/run`; needs STRATA_BIN and
+// STRATA_MOCK_BIN. Prints one line per case and exits 1 if any failed.
+
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { query } from "@anthropic-ai/claude-agent-sdk";
+
+const STRATA = process.env.STRATA_BIN;
+const MOCK = process.env.STRATA_MOCK_BIN;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function assert(ok, what) {
+  if (!ok) throw new Error(`assertion failed: ${what}`);
+}
+
+class Mock {
+  static async start(replies) {
+    const m = new Mock();
+    m.dir = mkdtempSync(join(tmpdir(), "strata-sdk-"));
+    writeFileSync(join(m.dir, "script.json"), JSON.stringify(replies));
+    m.log = join(m.dir, "requests.jsonl");
+    m.proc = spawn(MOCK, ["--script", join(m.dir, "script.json"), "--requests", m.log], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    const lines = createInterface({ input: m.proc.stdout });
+    m.url = await new Promise((resolve) => lines.once("line", resolve));
+    m.project = join(m.dir, "project");
+    mkdirSync(join(m.project, ".git"), { recursive: true });
+    return m;
+  }
+
+  options(extra = {}) {
+    return {
+      pathToClaudeCodeExecutable: STRATA,
+      cwd: this.project,
+      env: {
+        ...process.env,
+        ANTHROPIC_BASE_URL: this.url,
+        ANTHROPIC_API_KEY: "sdk-compat-key",
+        STRATA_CONFIG_DIR: join(this.dir, "config"),
+      },
+      stderr: (data) => process.stderr.write(`  strata: ${data}`),
+      ...extra,
+    };
+  }
+
+  async requests() {
+    await sleep(200); // the log is rewritten every 50 ms
+    if (!existsSync(this.log)) return [];
+    return readFileSync(this.log, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  close() {
+    this.proc.stdin.end();
+  }
+}
+
+const textOf = (messages) =>
+  messages
+    .filter((m) => m.type === "assistant")
+    .flatMap((m) => m.message.content)
+    .filter((b) => b.type === "text")
+    .map((b) => b.text)
+    .join("");
+const resultOf = (messages) => {
+  const r = messages.filter((m) => m.type === "result").at(-1);
+  assert(r, "a result message");
+  return r;
+};
+async function collect(prompt, options) {
+  const out = [];
+  for await (const m of query({ prompt, options })) out.push(m);
+  return out;
+}
+
+/** A prompt stream the test feeds one user message at a time. */
+function promptQueue() {
+  const waiting = [];
+  const queued = [];
+  let done = false;
+  return {
+    push(text) {
+      const msg = { type: "user", message: { role: "user", content: text }, parent_tool_use_id: null, session_id: "" };
+      if (waiting.length) waiting.shift()({ value: msg, done: false });
+      else queued.push(msg);
+    },
+    end() {
+      done = true;
+      while (waiting.length) waiting.shift()({ value: undefined, done: true });
+    },
+    [Symbol.asyncIterator]() {
+      return {
+        next: () =>
+          queued.length
+            ? Promise.resolve({ value: queued.shift(), done: false })
+            : done
+              ? Promise.resolve({ value: undefined, done: true })
+              : new Promise((r) => waiting.push(r)),
+      };
+    },
+  };
+}
+
+/** Reads messages of `q` up to and including the next result. */
+async function untilResult(iter) {
+  const out = [];
+  while (true) {
+    const { value, done } = await iter.next();
+    if (done) return out;
+    out.push(value);
+    if (value.type === "result") return out;
+  }
+}
+
+const cases = [
+  ["one-shot query", [{ text: "hello from the mock" }], async (mock) => {
+    const messages = await collect("say hello", mock.options());
+    assert(textOf(messages) === "hello from the mock", textOf(messages));
+    const r = resultOf(messages);
+    assert(r.subtype === "success" && r.result === "hello from the mock", JSON.stringify(r));
+    assert(Array.isArray(r.errors ?? []), "errors is an array");
+  }],
+  ["multi-turn client", [{ text: "one" }, { text: "two" }], async (mock) => {
+    const prompts = promptQueue();
+    const q = query({ prompt: prompts, options: mock.options() });
+    const it = q[Symbol.asyncIterator]();
+    prompts.push("first");
+    const first = await untilResult(it);
+    prompts.push("second");
+    const second = await untilResult(it);
+    prompts.end();
+    for await (const _ of { [Symbol.asyncIterator]: () => it });
+    assert(textOf(first) === "one" && textOf(second) === "two", `${textOf(first)} ${textOf(second)}`);
+    const reqs = await mock.requests();
+    assert(reqs.length === 2 && reqs[1].messages.length === 3, JSON.stringify(reqs.map((r) => r.messages.length)));
+  }],
+  ["interrupt", [{ text: "too late", delay_ms: 20000 }, { text: "back" }], async (mock) => {
+    const prompts = promptQueue();
+    const q = query({ prompt: prompts, options: mock.options() });
+    const it = q[Symbol.asyncIterator]();
+    prompts.push("take your time");
+    await sleep(1000);
+    await q.interrupt();
+    const first = await untilResult(it);
+    assert(resultOf(first).is_error, "the interrupted turn is an error result");
+    prompts.push("again");
+    const again = await untilResult(it);
+    prompts.end();
+    for await (const _ of { [Symbol.asyncIterator]: () => it });
+    assert(textOf(again) === "back", textOf(again));
+  }],
+  ["permission mode and model change", [{ text: "ok" }], async (mock) => {
+    const prompts = promptQueue();
+    const q = query({ prompt: prompts, options: mock.options() });
+    const it = q[Symbol.asyncIterator]();
+    await q.setPermissionMode("acceptEdits");
+    await q.setModel("claude-sonnet-4-5");
+    prompts.push("hi");
+    const messages = await untilResult(it);
+    prompts.end();
+    for await (const _ of { [Symbol.asyncIterator]: () => it });
+    assert(resultOf(messages).subtype === "success", "success");
+    const status = messages.filter((m) => m.type === "system" && m.subtype === "status");
+    assert(status.some((m) => m.permissionMode === "acceptEdits"), JSON.stringify(status));
+    const reqs = await mock.requests();
+    assert(reqs[0].model === "claude-sonnet-4-5", reqs[0].model);
+  }],
+  ["can_use_tool allow and deny", [
+    { tool_use: { id: "toolu_a", name: "Bash", input: { command: "echo allowed" } } },
+    { tool_use: { id: "toolu_b", name: "Bash", input: { command: "echo denied" } } },
+    { text: "done" },
+  ], async (mock) => {
+    const asked = [];
+    const canUseTool = async (name, input) => {
+      asked.push(input.command);
+      return input.command === "echo allowed"
+        ? { behavior: "allow", updatedInput: input }
+        : { behavior: "deny", message: "not this one" };
+    };
+    const prompts = promptQueue();
+    prompts.push("run two commands");
+    prompts.end();
+    const messages = await collect(prompts, mock.options({ canUseTool }));
+    assert(JSON.stringify(asked) === JSON.stringify(["echo allowed", "echo denied"]), JSON.stringify(asked));
+    const reqs = JSON.stringify(await mock.requests());
+    assert(reqs.includes("allowed") && reqs.includes("not this one"), "results reached the model");
+    assert(resultOf(messages).subtype === "success", "success");
+  }],
+  ["PreToolUse callback hook blocks Bash", [
+    { tool_use: { id: "toolu_h", name: "Bash", input: { command: "touch hooked" } } },
+    { text: "blocked, fine" },
+  ], async (mock) => {
+    const seen = [];
+    const hook = async (input) => {
+      seen.push(input.tool_input.command);
+      return { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "Bash is blocked by policy" } };
+    };
+    const messages = await collect("delete everything", mock.options({
+      hooks: { PreToolUse: [{ matcher: "Bash", hooks: [hook] }] },
+      allowedTools: ["Bash"],
+    }));
+    assert(seen[0] === "touch hooked", JSON.stringify(seen));
+    assert(!existsSync(join(mock.project, "hooked")), "the blocked command did not run");
+    const reqs = await mock.requests();
+    assert(JSON.stringify(reqs[1].messages.at(-1)).includes("Bash is blocked by policy"), "the reason reached the model");
+    assert(resultOf(messages).subtype === "success", "success");
+  }],
+  ["partial messages", [{ text: "streamed" }], async (mock) => {
+    const messages = await collect("stream please", mock.options({ includePartialMessages: true }));
+    const events = messages.filter((m) => m.type === "stream_event").map((m) => m.event.type);
+    assert(events.includes("message_start") && events.includes("content_block_delta"), JSON.stringify(events));
+    assert(events.at(-1) === "message_stop", JSON.stringify(events));
+  }],
+  ["max turns", [{ tool_use: { id: "toolu_m", name: "Bash", input: { command: "true" } } }], async (mock) => {
+    const messages = [];
+    try {
+      for await (const m of query({ prompt: "loop", options: mock.options({ maxTurns: 1, allowedTools: ["Bash"] }) })) messages.push(m);
+    } catch (e) {
+      // A failed run exits 1 after its result; the SDK may raise that.
+    }
+    const r = resultOf(messages);
+    assert(r.subtype === "error_max_turns" && r.is_error, JSON.stringify(r));
+    assert(Array.isArray(r.errors), "errors is an array");
+  }],
+  ["resume", [{ text: "noted" }, { text: "42" }], async (mock) => {
+    const first = await collect("remember 42", mock.options());
+    const session = resultOf(first).session_id;
+    const second = await collect("what was it?", mock.options({ resume: session }));
+    assert(textOf(second) === "42", textOf(second));
+    assert(resultOf(second).session_id === session, "same session");
+    const reqs = await mock.requests();
+    assert(JSON.stringify(reqs[1].messages).includes("remember 42"), "history resent");
+  }],
+  ["custom and appended system prompts", [{ text: "arr" }, { text: "rhyme" }], async (mock) => {
+    await collect("a", mock.options({ systemPrompt: "You are a pirate." }));
+    await collect("b", mock.options({ systemPrompt: { type: "preset", preset: "claude_code", append: "Always rhyme." } }));
+    const reqs = await mock.requests();
+    const s0 = JSON.stringify(reqs[0].system);
+    const s1 = JSON.stringify(reqs[1].system);
+    assert(s0.includes("You are a pirate.") && !s0.includes("strata"), s0);
+    assert(s1.includes("Always rhyme.") && s1.includes("strata"), s1);
+  }],
+];
+
+// Run from the directory the SDK was installed in (scripts/sdk-compat/run copies this
+// file there, so the import above resolves).
+const version = JSON.parse(
+  readFileSync(join(process.cwd(), "node_modules/@anthropic-ai/claude-agent-sdk/package.json"), "utf8"),
+).version;
+console.log(`@anthropic-ai/claude-agent-sdk ${version}`);
+const only = process.argv.slice(2);
+let failed = 0;
+for (const [name, replies, run] of cases) {
+  if (only.length && !only.some((o) => name.includes(o))) continue;
+  const mock = await Mock.start(replies);
+  try {
+    await Promise.race([run(mock), sleep(60000).then(() => { throw new Error("timed out after 60 s"); })]);
+    console.log(`PASS typescript: ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL typescript: ${name}\n  ${e.stack ?? e}`);
+  } finally {
+    mock.close();
+  }
+}
+process.exit(failed ? 1 : 0);
