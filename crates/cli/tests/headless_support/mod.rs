@@ -208,7 +208,12 @@ impl Driver {
             "--verbose",
         ];
         args.extend_from_slice(extra);
-        let mut cmd = env.command(Some(server), &args);
+        Self::spawn(env.command(Some(server), &args))
+    }
+
+    /// Starts `cmd` as a stream-json session (its arguments as given: the Agent SDKs
+    /// start strata without `-p`).
+    pub fn spawn(mut cmd: Command) -> Self {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
