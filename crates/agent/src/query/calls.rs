@@ -127,6 +127,14 @@ async fn clear(
         .cloned()
         .collect();
     drop(state);
+    // A hook's allow stands in for the user's approval, so it is judged as if a prompt
+    // could be shown (a rule's deny still denies) — except while a settings file's rules
+    // cannot be read, where nothing but an explicit answer may allow (fail closed).
+    if pre.permission == Some(crate::hooks::HookPermission::Allow)
+        && permissions.rules.unknown.is_empty()
+    {
+        permissions.should_avoid_prompts = false;
+    }
     let decision = permissions.check(tool.as_ref(), &input, &inner.tool_context.cwd());
     let decision = with_hook_decision(decision, &pre, &tool_use.name, inner.prompter.is_some());
     let denied = match decision {
