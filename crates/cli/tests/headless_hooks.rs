@@ -424,3 +424,39 @@ async fn a_permission_request_hook_answers_in_place_of_the_prompt() {
     );
     assert!(env.proj.join("ran").exists());
 }
+
+#[tokio::test]
+async fn a_notification_hook_runs_when_a_permission_prompt_goes_to_the_client() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_1", "Bash", json!({"command": "touch ran"})));
+    server.push(Reply::new().text("ok"));
+    let log = env.proj.join("notified.json");
+    let settings = command_hook(
+        "Notification",
+        "permission_prompt",
+        &format!("cat > '{}'", log.display()),
+    );
+    let mut s = Driver::start(
+        &env,
+        &server,
+        &["--permission-prompt-tool", "stdio", "--settings", &settings],
+    );
+    s.prompt("go").await;
+    let ask = s
+        .until(|l| l["type"] == "control_request" && l["request"]["subtype"] == "can_use_tool")
+        .await;
+    let id = ask["request_id"].as_str().unwrap();
+    s.send(
+        &json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+            "response": {"behavior": "deny", "message": "no"}}})
+        .to_string(),
+    )
+    .await;
+    s.result().await;
+    s.finish().await;
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "Notification");
+    assert_eq!(input["notification_type"], "permission_prompt");
+    assert!(input["message"].as_str().unwrap().contains("Bash"));
+}

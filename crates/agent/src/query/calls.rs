@@ -182,6 +182,14 @@ async fn clear(
                         &inner.tool_context.cwd(),
                     ),
                 };
+                // Notification: the user is about to be asked.
+                super::turn_hooks::notify(
+                    inner,
+                    &format!("strata needs your permission to use {}", tool_use.name),
+                    "permission_prompt",
+                    cancel,
+                )
+                .await;
                 // An interrupt must not wait for an answer that may never come.
                 let answer = tokio::select! {
                     biased;

@@ -1,7 +1,8 @@
 //! Where the query loop runs user hooks (`crate::hooks`): UserPromptSubmit before a
 //! prompt is recorded, Stop when the model ends its turn, and, for each tool call,
 //! PreToolUse before the permission decision, PermissionRequest when a prompt would be
-//! shown, PostToolUse / PostToolUseFailure after it ran. Each is a no-op without
+//! shown (then Notification, when the prompt goes out), PostToolUse / PostToolUseFailure
+//! after it ran. Each is a no-op without
 //! registered hooks, so a session without hooks pays nothing.
 //!
 //! Problems of hooks that failed or timed out were already reported by the runtime;
@@ -91,6 +92,21 @@ pub(super) async fn stop(
         return None;
     }
     outcome.blocked
+}
+
+/// Notification: tells the hooks what the user is told (`notification_type`, e.g.
+/// `permission_prompt`); their answers change nothing.
+pub(super) async fn notify(
+    inner: &TurnContext<'_>,
+    message: &str,
+    notification_type: &str,
+    cancel: &CancellationToken,
+) {
+    if let Some(hooks) = inner.hooks().filter(|h| h.has(HookEvent::Notification)) {
+        hooks
+            .notification(&inner.hook_session(), message, notification_type, cancel)
+            .await;
+    }
 }
 
 /// PreToolUse for one call (the matcher sees the tool's name).
