@@ -111,30 +111,21 @@ async fn clear(
         tool.validate(&updated)?;
         input = updated;
     }
+    // One snapshot of the store's permission context: mode, rules, directories, bypass
+    // and the settings files whose rules cannot be read (fail closed).
     let state = inner.store.get();
-    let mut permissions = inner.effective_permissions();
-    permissions.mode = state.tool_permission_context.mode;
-    permissions.should_avoid_prompts = state
-        .tool_permission_context
-        .should_avoid_permission_prompts
-        || inner.prompter.is_none();
-    // Fail closed from the store's snapshot: the settings files whose rules cannot be
-    // read now (the settings watcher files them there on every reload).
-    std::sync::Arc::make_mut(&mut permissions.rules).unknown = state
-        .tool_permission_context
-        .unknown_settings_rules
-        .iter()
-        .cloned()
-        .collect();
+    let mut ctx = state.tool_permission_context.clone();
     drop(state);
+    ctx.should_avoid_permission_prompts |= inner.prompter.is_none();
     // A hook's allow stands in for the user's approval, so it is judged as if a prompt
     // could be shown (a rule's deny still denies) — except while a settings file's rules
     // cannot be read, where nothing but an explicit answer may allow (fail closed).
     if pre.permission == Some(crate::hooks::HookPermission::Allow)
-        && permissions.rules.unknown.is_empty()
+        && ctx.unknown_settings_rules.is_empty()
     {
-        permissions.should_avoid_prompts = false;
+        ctx.should_avoid_permission_prompts = false;
     }
+    let permissions = inner.permission_env.view(&ctx);
     let decision = permissions.check(tool.as_ref(), &input, &inner.tool_context.cwd());
     let decision = with_hook_decision(decision, &pre, &tool_use.name, inner.prompter.is_some());
     let denied = match decision {
