@@ -358,11 +358,22 @@ async fn max_budget_usd_stops_the_turn_with_error_max_budget_usd_once_spent() {
 async fn session_state_changed_messages_come_when_the_client_reads_them() {
     let env = Env::new();
     let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_1", "Bash", json!({"command": "true"})));
     server.push(Reply::new().text("one"));
     let mut cmd = env.command(Some(&server), &SDK_START);
     cmd.env("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1");
     let mut s = Driver::spawn(cmd);
     s.prompt("go").await;
+    let ask = s
+        .until(|l| l["type"] == "control_request" && l["request"]["subtype"] == "can_use_tool")
+        .await;
+    let id = ask["request_id"].as_str().unwrap();
+    s.send(
+        &json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+            "response": {"behavior": "allow"}}})
+        .to_string(),
+    )
+    .await;
     s.result().await;
     let Finished { all, .. } = s.finish().await;
     let states: Vec<&str> = all
@@ -370,7 +381,7 @@ async fn session_state_changed_messages_come_when_the_client_reads_them() {
         .filter(|l| l["subtype"] == "session_state_changed")
         .map(|l| l["state"].as_str().unwrap())
         .collect();
-    assert_eq!(states, ["running", "idle"]);
+    assert_eq!(states, ["running", "requires_action", "running", "idle"]);
     // Not asked for: none.
     server.push(Reply::new().text("two"));
     let mut s = sdk_driver(&env, &server, &[]);

@@ -36,6 +36,7 @@ mod prompter;
 mod provider;
 mod sdk_flags;
 mod session;
+mod states;
 
 use std::fmt;
 use std::io::{IsTerminal as _, Read as _};

@@ -25,6 +25,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::output::Lines;
+use super::states::SessionStates;
 
 /// The client side of permission prompts (see the module docs).
 pub(crate) struct PromptChannel {
@@ -39,6 +40,8 @@ struct State {
     closed: bool,
     /// The running turn's cancellation.
     turn: Option<CancellationToken>,
+    /// Where `requires_action` goes while a prompt waits.
+    states: Option<Arc<SessionStates>>,
 }
 
 /// What happened to a response handed to [`PromptChannel::answer`].
@@ -101,6 +104,11 @@ impl PromptChannel {
         self.state().turn = turn;
     }
 
+    /// Reports `requires_action` while a prompt waits, `running` once it is answered.
+    pub(crate) fn report_states(&self, states: Arc<SessionStates>) {
+        self.state().states = Some(states);
+    }
+
     /// Stdin ended: deny what is open and what comes later.
     pub(crate) fn close(&self) {
         let mut state = self.state();
@@ -147,14 +155,17 @@ impl PermissionPrompter for PromptChannel {
             let n = self.next_id.fetch_add(1, Ordering::Relaxed);
             let request_id = format!("strata-can-use-tool-{n}");
             let (tx, rx) = oneshot::channel();
-            let turn = {
+            let (turn, states) = {
                 let mut state = self.state();
                 if state.closed {
                     return closed_denial();
                 }
                 state.pending.insert(request_id.clone(), tx);
-                state.turn.clone()
+                (state.turn.clone(), state.states.clone())
             };
+            if let Some(states) = &states {
+                states.send("requires_action");
+            }
             let _withdraw = Withdraw {
                 channel: self,
                 request_id: request_id.clone(),
@@ -172,7 +183,7 @@ impl PermissionPrompter for PromptChannel {
                     },
                 }));
             let answer = async { rx.await.unwrap_or_else(|_| closed_denial()) };
-            match turn {
+            let answer = match turn {
                 Some(turn) => tokio::select! {
                     answer = answer => answer,
                     // Dropping `_withdraw` on the way out withdraws the request.
@@ -184,7 +195,11 @@ impl PermissionPrompter for PromptChannel {
                     },
                 },
                 None => answer.await,
+            };
+            if let Some(states) = &states {
+                states.send("running");
             }
+            answer
         })
     }
 }

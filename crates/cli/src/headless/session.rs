@@ -10,7 +10,7 @@ use strata_agent::engine::{
 use strata_agent::hooks::Hooks;
 use strata_protocol::message::Message;
 use strata_protocol::sdk::{
-    ControlResponse, ResultMessage, ResultSubtype, SdkMessage, SessionStateMessage, SystemMessage,
+    ControlResponse, ResultMessage, ResultSubtype, SdkMessage, SystemMessage,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +20,7 @@ use super::control::Controller;
 use super::input::{self, Input};
 use super::output::{LineWriter, Lines, QuietSink, StreamSink};
 use super::prompter::{Answered, PromptChannel};
+use super::states::SessionStates;
 use super::{Prompts, Setup, warn};
 use crate::args::OutputFormat;
 use crate::commands::sessions::cleanup;
@@ -237,6 +238,9 @@ async fn stream(
 ) -> anyhow::Result<Option<ResultMessage>> {
     let Channels { prompts, callbacks } = channels;
     let states = SessionStates::from_env(lines.clone(), engine.session_id());
+    if let Some(p) = &prompts {
+        p.report_states(states.clone());
+    }
     let mut inputs = input::spawn_reader()?;
     let mut input_open = true;
     let mut queue: VecDeque<(Message, Option<String>)> = VecDeque::new();
@@ -343,36 +347,6 @@ async fn stream(
 struct Channels {
     prompts: Option<Arc<PromptChannel>>,
     callbacks: Arc<CallbackChannel>,
-}
-
-/// `session_state_changed` messages, sent when the client asked for them with
-/// `CLAUDE_CODE_SDK_READS_SESSION_STATE=1`: `running` when a prompt starts, `idle`
-/// when the last queued one ended.
-struct SessionStates {
-    lines: Option<Lines>,
-    session_id: String,
-}
-
-impl SessionStates {
-    fn from_env(lines: Lines, session_id: String) -> Self {
-        let on = std::env::var("CLAUDE_CODE_SDK_READS_SESSION_STATE").is_ok_and(|v| v == "1");
-        Self {
-            lines: on.then_some(lines),
-            session_id,
-        }
-    }
-
-    fn send(&self, state: &str) {
-        if let Some(lines) = &self.lines {
-            lines.send_json(&SdkMessage::System(SystemMessage::SessionStateChanged(
-                SessionStateMessage {
-                    state: state.to_owned(),
-                    session_id: self.session_id.clone(),
-                    uuid: uuid::Uuid::new_v4().to_string(),
-                },
-            )));
-        }
-    }
 }
 
 /// Prints the outcome for `text` and `json` output (`stream-json` printed it as it ran).
