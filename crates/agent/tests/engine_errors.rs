@@ -70,6 +70,9 @@ fn options(env: &Env, server: &MockServer) -> EngineOptions {
         verbose: false,
         prompter: None,
         events: Arc::new(Quiet),
+        system_prompt: None,
+        append_system_prompt: None,
+        max_thinking_tokens: None,
     }
 }
 

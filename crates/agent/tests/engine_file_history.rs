@@ -71,6 +71,9 @@ fn options(env: &Env, server: &MockServer) -> EngineOptions {
         verbose: true,
         prompter: None,
         events: Arc::new(Collect::default()),
+        system_prompt: None,
+        append_system_prompt: None,
+        max_thinking_tokens: None,
         handles: EngineHandles::private(),
     }
 }

@@ -94,6 +94,9 @@ fn options(
         verbose: true,
         prompter: None,
         events,
+        system_prompt: None,
+        append_system_prompt: None,
+        max_thinking_tokens: None,
     }
 }
 

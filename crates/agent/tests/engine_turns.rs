@@ -84,6 +84,9 @@ fn options(env: &Env, server: &MockServer, events: Arc<dyn EventSink>) -> Engine
         verbose: true,
         prompter: None,
         events,
+        system_prompt: None,
+        append_system_prompt: None,
+        max_thinking_tokens: None,
     }
 }
 

@@ -12,6 +12,7 @@
 // The transcript recorder, cost accounting and file history are shared with the query
 // loop; they stay reachable under `engine::` for the engine's own modules.
 pub(crate) use crate::{cost, file_history};
+mod context_report;
 mod error;
 mod handles;
 mod live_settings;
@@ -86,6 +87,14 @@ pub struct EngineOptions {
     pub prompter: Option<Arc<dyn PermissionPrompter>>,
     /// Where the session's messages go.
     pub events: Arc<dyn EventSink>,
+    /// `--system-prompt` / `--system-prompt-file` / `initialize.systemPrompt`: replaces
+    /// the default system prompt (empty: the default).
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt` / `initialize.appendSystemPrompt`: added at its end.
+    pub append_system_prompt: Option<String>,
+    /// `--max-thinking-tokens`: the thinking budget (`0`: thinking off); else the
+    /// `maxThinkingTokens` setting when thinking is on.
+    pub max_thinking_tokens: Option<u32>,
 }
 
 /// One session at work.
@@ -143,6 +152,8 @@ struct Inner {
     settings: strata_config::SettingsFiles,
     /// Held for its lifetime: the settings watcher (UI-7); `None` when it could not start.
     _settings_watcher: Option<strata_config::SettingsWatcher>,
+    /// The system prompt, thinking budget and context count (issue 13).
+    long: crate::query::LongSession,
 }
 
 impl Engine {
@@ -228,9 +239,34 @@ impl Engine {
         let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
         let turn = self.inner.turn_context();
-        let result = crate::query::run_turn(&turn, prompt, uuid, cancel).await;
+        // `/compact [instructions]` is a slash prompt in every mode (headless and
+        // stream-json included): it compacts instead of asking the model.
+        let result = match compact_command(&prompt) {
+            Some(instructions) => {
+                crate::query::run_compact(&turn, instructions.as_deref(), cancel).await
+            }
+            None => crate::query::run_turn(&turn, prompt, uuid, cancel).await,
+        };
         lock(&self.inner.current_turn).take();
         result
+    }
+
+    /// The context window's use (control request `get_context_usage`): the SDK's shape,
+    /// `totalTokens`, `maxTokens`, `percentage`, `categories` (system prompt, tools,
+    /// memory files, messages, free space) and `memoryFiles` (path, type, tokens).
+    pub fn context_usage(&self) -> Value {
+        context_report::report(&self.inner)
+    }
+
+    /// Sets the thinking budget (control request `set_max_thinking_tokens`): `None`: back
+    /// to the settings' budget (thinking as the settings say), `Some(0)`: off.
+    pub fn set_max_thinking_tokens(&self, tokens: Option<u32>) {
+        self.inner.long.set_thinking_tokens(tokens);
+    }
+
+    /// Problems with the memory files (cut, left out, unreadable), each naming the file.
+    pub fn memory_warnings(&self) -> &[String] {
+        self.inner.long.prompt.warnings()
     }
 
     /// Interrupts the running turn, if any (control request `interrupt`).
@@ -333,7 +369,7 @@ impl Inner {
             bootstrap: &self.bootstrap,
             max_turns: self.max_turns,
             cwd: &self.cwd,
-            project_root: &self.project_root,
+            long: &self.long,
         }
     }
 
@@ -349,6 +385,25 @@ impl Inner {
             .or_else(|| self.default_model.clone())
             .unwrap_or_default()
     }
+}
+
+/// The instructions of a `/compact [instructions]` prompt (`Some(None)`: none given),
+/// `None` when `prompt` is not one.
+fn compact_command(prompt: &Message) -> Option<Option<String>> {
+    use strata_protocol::message::{ContentBlock, MessageContent};
+    let text = match &prompt.content {
+        MessageContent::Text(t) => t.as_str(),
+        MessageContent::Blocks(blocks) => match blocks.as_slice() {
+            [ContentBlock::Text(t)] => t.text.as_str(),
+            _ => return None,
+        },
+    };
+    let rest = text.trim().strip_prefix("/compact")?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None; // `/compaction-notes` is some other command
+    }
+    let rest = rest.trim();
+    Some((!rest.is_empty()).then(|| rest.to_owned()))
 }
 
 /// The live parts of a turn: rules after settings edits and prompt answers, the model.

@@ -264,6 +264,20 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         &mut warnings,
     );
 
+    // The system prompt's inputs (memory files, git) are gathered now, `git status` on its
+    // own thread; the prompt itself is built at the first request.
+    let prompt = crate::prompt::SessionPrompt::gather(
+        &cwd,
+        &project_root,
+        &config_dir,
+        tools.names().into_iter().map(str::to_owned).collect(),
+        options.system_prompt.clone(),
+        options.append_system_prompt.clone(),
+    );
+    warnings.extend(prompt.warnings().iter().cloned());
+    let long =
+        crate::query::LongSession::new(prompt, options.max_thinking_tokens, layout.transcript());
+
     // The settings' model is read from the store at each request (it may change).
     let default_model = options.provider.default_model().map(str::to_owned);
     Ok(Inner {
@@ -291,6 +305,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         session_permissions: Mutex::new(Default::default()),
         settings: files,
         _settings_watcher: settings_watcher,
+        long,
     })
 }
 

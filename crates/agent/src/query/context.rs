@@ -54,7 +54,8 @@ pub(crate) struct TurnContext<'a> {
     pub(crate) bootstrap: &'a Bootstrap,
     pub(crate) max_turns: Option<u32>,
     pub(crate) cwd: &'a PathBuf,
-    pub(crate) project_root: &'a PathBuf,
+    /// The system prompt, thinking budget and context count kept across turns.
+    pub(crate) long: &'a super::LongSession,
 }
 
 impl TurnContext<'_> {

@@ -66,6 +66,9 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             .clone()
             .map(|p| p as Arc<dyn PermissionPrompter>),
         events,
+        system_prompt: None,
+        append_system_prompt: None,
+        max_thinking_tokens: None,
     };
     let engine = match Engine::open(options).await {
         Ok(engine) => Arc::new(engine),

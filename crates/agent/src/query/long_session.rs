@@ -1,0 +1,91 @@
+//! [`LongSession`]: what a session keeps across turns for long work — its system prompt
+//! (built once, stable for the prompt cache), the thinking budget set at run time, and
+//! how much of the conversation the last exact context count covered.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use strata_state::{AppState, ContextUsage};
+
+use crate::context_window::{
+    DEFAULT_THINKING_TOKENS, MIN_THINKING_TOKENS, auto_compact_at, estimate_message,
+    settings_thinking_tokens, window,
+};
+use crate::prompt::SessionPrompt;
+use crate::sync::lock;
+
+/// The long-session parts of one session.
+pub struct LongSession {
+    /// The system prompt.
+    pub prompt: SessionPrompt,
+    /// `--max-thinking-tokens` or `set_max_thinking_tokens` (`Some(0)`: thinking off).
+    thinking_tokens: Mutex<Option<u32>>,
+    /// How many conversation messages the app state's `context_usage.tokens` counted.
+    counted: Mutex<usize>,
+    /// The transcript (named in the compaction summary).
+    pub(crate) transcript: PathBuf,
+}
+
+impl LongSession {
+    /// A session's long-session state.
+    pub fn new(prompt: SessionPrompt, thinking_tokens: Option<u32>, transcript: PathBuf) -> Self {
+        Self {
+            prompt,
+            thinking_tokens: Mutex::new(thinking_tokens),
+            counted: Mutex::new(0),
+            transcript,
+        }
+    }
+
+    /// Sets the thinking budget (`None`: back to the setting or default; `0`: off).
+    pub fn set_thinking_tokens(&self, tokens: Option<u32>) {
+        *lock(&self.thinking_tokens) = tokens;
+    }
+
+    /// The thinking budget of the next request, `None` when thinking is off. An explicit
+    /// budget (flag, control request) turns thinking on by itself, as in the reference;
+    /// otherwise it follows the app state's `thinking_enabled` with the setting's budget.
+    pub(crate) fn thinking_budget(&self, state: &AppState) -> Option<u32> {
+        match *lock(&self.thinking_tokens) {
+            Some(0) => None,
+            Some(n) => Some(n.max(MIN_THINKING_TOKENS)),
+            None => state.thinking_enabled.then(|| {
+                settings_thinking_tokens(&state.settings)
+                    .unwrap_or(DEFAULT_THINKING_TOKENS)
+                    .max(MIN_THINKING_TOKENS)
+            }),
+        }
+    }
+
+    /// Records an exact count: the response to a request of `messages` messages.
+    pub(crate) fn counted(&self, messages: usize) {
+        *lock(&self.counted) = messages;
+    }
+
+    /// The context size now: the last exact count plus an estimate of the messages
+    /// added since.
+    pub(crate) fn current_tokens(&self, state: &AppState) -> u64 {
+        let counted = (*lock(&self.counted)).min(state.messages.len());
+        let added: u64 = state
+            .messages
+            .iter()
+            .skip(counted)
+            .map(|m| estimate_message(m))
+            .sum();
+        state.context_usage.tokens + added
+    }
+
+    /// The context usage with the window of `model`.
+    pub(crate) fn usage_for(state: &AppState, model: &str, tokens: u64) -> ContextUsage {
+        ContextUsage {
+            tokens,
+            window: window(&state.settings, model),
+        }
+    }
+
+    /// The token count at which to compact automatically for `model`, `None` when off.
+    pub(crate) fn threshold(state: &AppState, model: &str) -> Option<u64> {
+        let env = |k: &str| state.runtime.env.var(k);
+        auto_compact_at(&state.settings, window(&state.settings, model), &env)
+    }
+}
