@@ -468,3 +468,33 @@ async fn long_session(turns: usize) {
 async fn five_hundred_turn_session_compacts_and_every_request_fits() {
     long_session(500).await;
 }
+
+#[tokio::test]
+async fn a_nested_memory_file_is_attached_when_a_tool_first_reads_there() {
+    let env = env();
+    let sub = env.project.join("crates/core");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("CLAUDE.md"), "In core, never panic.").unwrap();
+    std::fs::write(sub.join("lib.rs"), "fn f() {}").unwrap();
+    let server = MockServer::start().await.unwrap();
+    let path = sub.join("lib.rs").to_str().unwrap().to_owned();
+    server.push(Reply::new().tool_use("toolu_1", "Read", json!({"file_path": path})));
+    server.push(Reply::new().tool_use("toolu_2", "Read", json!({"file_path": path})));
+    server.push(Reply::new().text("Done."));
+    let engine = Engine::open(options(&env, &server, Arc::new(Collect::default())))
+        .await
+        .unwrap();
+    prompt(&engine, "look at core").await;
+    let requests = server.requests();
+    // Not in the system prompt (below the working directory)…
+    assert!(!requests[0].body_text().contains("never panic"));
+    // … but with the first result from its directory, and only the first.
+    let second = requests[1].body_text();
+    assert_eq!(
+        second.matches("In core, never panic.").count(),
+        1,
+        "{second}"
+    );
+    let third = requests[2].body_text();
+    assert_eq!(third.matches("In core, never panic.").count(), 1);
+}

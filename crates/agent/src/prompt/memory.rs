@@ -72,6 +72,38 @@ pub fn load_memory_files(config_dir: &Path, cwd: &Path) -> (Vec<MemoryFile>, Vec
     (loader.files, loader.warnings)
 }
 
+/// The memory files of the directories between `cwd` (exclusive: loaded at start) and
+/// the one `touched` is in (inclusive) that were not loaded yet: a tool touched a path
+/// there for the first time. `loaded` remembers the directories already looked at.
+pub fn nested_memory_files(
+    touched: &Path,
+    cwd: &Path,
+    loaded: &mut HashSet<PathBuf>,
+) -> (Vec<MemoryFile>, Vec<String>) {
+    let mut loader = Loader::default();
+    let target = if touched.is_dir() {
+        touched
+    } else {
+        touched.parent().unwrap_or(touched)
+    };
+    // Only below the working directory: the directories above it were read at start.
+    let Ok(rel) = target.strip_prefix(cwd) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut dir = cwd.to_path_buf();
+    for part in rel.components() {
+        dir.push(part);
+        if !loaded.insert(dir.clone()) {
+            continue;
+        }
+        for name in MEMORY_FILE_NAMES {
+            loader.add(&dir.join(name), MemorySource::Project, 0);
+        }
+        loader.add(&dir.join(LOCAL_MEMORY_FILE_NAME), MemorySource::Local, 0);
+    }
+    (loader.files, loader.warnings)
+}
+
 #[derive(Default)]
 struct Loader {
     files: Vec<MemoryFile>,
@@ -271,6 +303,31 @@ mod tests {
             .filter(|f| f.source == MemorySource::Import && f.path.starts_with(&deep))
             .count();
         assert_eq!(imported, MAX_IMPORT_DEPTH);
+    }
+
+    #[test]
+    fn nested_memory_files_load_once_when_a_tool_first_touches_their_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path();
+        let deep = cwd.join("a/b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(cwd.join("a/CLAUDE.md"), "rules of a").unwrap();
+        std::fs::write(deep.join("AGENTS.md"), "rules of b").unwrap();
+        let mut loaded = HashSet::new();
+        let (files, _) = nested_memory_files(&deep.join("x.rs"), cwd, &mut loaded);
+        let texts: Vec<&str> = files.iter().map(|f| f.content.as_str()).collect();
+        assert_eq!(texts, ["rules of a", "rules of b"]);
+        // The second touch loads nothing; a path outside the working directory neither.
+        assert!(
+            nested_memory_files(&deep.join("y.rs"), cwd, &mut loaded)
+                .0
+                .is_empty()
+        );
+        assert!(
+            nested_memory_files(Path::new("/etc/hosts"), cwd, &mut loaded)
+                .0
+                .is_empty()
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! (built once, stable for the prompt cache), the thinking budget set at run time, and
 //! how much of the conversation the last exact context count covered.
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use strata_state::{AppState, ContextUsage};
@@ -12,6 +13,7 @@ use crate::context_window::{
     settings_thinking_tokens, window,
 };
 use crate::prompt::SessionPrompt;
+use crate::prompt::memory::nested_memory_files;
 use crate::sync::lock;
 
 /// The long-session parts of one session.
@@ -24,6 +26,8 @@ pub struct LongSession {
     counted: Mutex<usize>,
     /// The transcript (named in the compaction summary).
     pub(crate) transcript: PathBuf,
+    /// Directories below the working directory already searched for nested memory files.
+    nested_dirs: Mutex<HashSet<PathBuf>>,
 }
 
 impl LongSession {
@@ -34,7 +38,32 @@ impl LongSession {
             thinking_tokens: Mutex::new(thinking_tokens),
             counted: Mutex::new(0),
             transcript,
+            nested_dirs: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// The memory files a tool call on `path` brings in for the first time (nested
+    /// `CLAUDE.md`/`AGENTS.md`/`STRATA.md` of its directory and those above it, up to the
+    /// working directory), as text to attach to the call's result; `None` when none.
+    pub(crate) fn nested_memory(&self, path: &Path, cwd: &Path) -> Option<String> {
+        let path = cwd.join(path);
+        let (files, warnings) = nested_memory_files(&path, cwd, &mut lock(&self.nested_dirs));
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        if files.is_empty() {
+            return None;
+        }
+        let mut out = String::new();
+        for file in files {
+            out.push_str(&format!(
+                "\n\n<system-reminder>\nContents of {} (instructions for this directory; \
+                 follow them for work here):\n\n{}\n</system-reminder>",
+                file.path.display(),
+                file.content.trim_end()
+            ));
+        }
+        Some(out)
     }
 
     /// Sets the thinking budget (`None`: back to the setting or default; `0`: off).

@@ -28,6 +28,7 @@ pub use self::long_session::LongSession;
 
 use crate::sync::lock;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -197,11 +198,15 @@ async fn turn(
         let results = calls::run_calls(inner, &uses, &response.invalid_inputs, cancel, run).await;
         let mut result_blocks = Vec::with_capacity(results.len());
         for result in results {
-            let block = ContentBlock::tool_result(
-                &result.tool_use_id,
-                result.output.content.clone(),
-                result.output.is_error,
-            );
+            let mut content = result.output.content.clone();
+            if !result.output.is_error
+                && let Some(nested) = touched_path(&uses, &result.tool_use_id)
+                    .and_then(|p| inner.long.nested_memory(Path::new(p), inner.cwd))
+            {
+                content.push_str(&nested);
+            }
+            let block =
+                ContentBlock::tool_result(&result.tool_use_id, content, result.output.is_error);
             let message = Message::blocks(Role::User, vec![block.clone()]);
             let detail = result.output.detail.clone();
             let uuid = inner
@@ -406,6 +411,16 @@ fn invalid_input_text(err: &crate::provider::AccumulatorError) -> String {
         "{err}. Nothing was run. The input was probably cut off by the output token limit: \
          call the tool again with complete input (split a large file into smaller writes)."
     )
+}
+
+/// The path tool call `id` worked on (`file_path` of Read, Write, Edit; `path` of Glob
+/// and Grep), for nested memory files.
+fn touched_path<'a>(uses: &'a [ToolUseBlock], id: &str) -> Option<&'a str> {
+    let call = uses.iter().find(|u| u.id == id)?;
+    call.input
+        .get("file_path")
+        .or_else(|| call.input.get("path"))
+        .and_then(serde_json::Value::as_str)
 }
 
 /// The tool uses among `blocks`.
