@@ -1,7 +1,8 @@
 //! Long sessions end to end against the mock model server (issue 13): a stable prompt
 //! cache prefix, context accounting, compaction (manual, automatic, failed) in the
 //! reference transcript shape, resume after a compaction, the thinking budget, and the
-//! scripted long session.
+//! scripted long session (100 turns in CI; the 500-turn target is `#[ignore]`d:
+//! `cargo nextest run -p strata-agent --test long_sessions --run-ignored all five_hundred`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -463,8 +464,17 @@ async fn long_session(turns: usize) {
     );
 }
 
-/// The issue's target: 500 turns (about 20 s in a debug build on two cores).
+/// The CI version of the long session: 100 turns (about 2 s).
 #[tokio::test]
+async fn a_hundred_turn_session_compacts_and_every_request_fits() {
+    long_session(100).await;
+}
+
+/// The issue's target, 500 turns (20–30 s in a debug build on two shared cores, so not
+/// in CI): `cargo nextest run -p strata-agent --test long_sessions --run-ignored all
+/// five_hundred`.
+#[tokio::test]
+#[ignore = "the full 500-turn session (20-30 s); CI runs the 100-turn one"]
 async fn five_hundred_turn_session_compacts_and_every_request_fits() {
     long_session(500).await;
 }
@@ -497,4 +507,33 @@ async fn a_nested_memory_file_is_attached_when_a_tool_first_reads_there() {
     );
     let third = requests[2].body_text();
     assert_eq!(third.matches("In core, never panic.").count(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_automatic_compaction_lets_the_request_go_ahead_and_is_not_retried_at_once() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Big.").usage(9_000, 10));
+    server.push(MockResponse::error(
+        400,
+        "invalid_request_error",
+        "no summary today",
+    ));
+    server.push(Reply::new().text("Still here.").usage(9_100, 10));
+    let mut opts = options(&env, &server, Arc::new(Collect::default()));
+    opts.settings_flag = Some(json!({"contextWindow": 10_000}).to_string());
+    let engine = Engine::open(opts).await.unwrap();
+    prompt(&engine, "one").await;
+    let before = engine.store().get().messages.len();
+    let result = prompt(&engine, "two").await;
+    assert!(!result.is_error, "{:?}", result.errors);
+    assert_eq!(result.result.as_deref(), Some("Still here."));
+    // The conversation kept everything (no boundary) and grew by the new turn.
+    assert_eq!(engine.store().get().messages.len(), before + 2);
+    assert!(
+        !transcript_lines(&env.config)
+            .iter()
+            .any(|l| l["subtype"] == "compact_boundary")
+    );
+    assert_eq!(server.requests().len(), 3);
 }

@@ -28,6 +28,9 @@ pub struct LongSession {
     pub(crate) transcript: PathBuf,
     /// Directories below the working directory already searched for nested memory files.
     nested_dirs: Mutex<HashSet<PathBuf>>,
+    /// A compaction was tried (done or failed) and no response came since: another
+    /// automatic one would only summarise the summary again (or fail again).
+    compaction_pending_response: Mutex<bool>,
 }
 
 impl LongSession {
@@ -39,6 +42,7 @@ impl LongSession {
             counted: Mutex::new(0),
             transcript,
             nested_dirs: Mutex::new(HashSet::new()),
+            compaction_pending_response: Mutex::new(false),
         }
     }
 
@@ -89,6 +93,22 @@ impl LongSession {
     /// Records an exact count: the response to a request of `messages` messages.
     pub(crate) fn counted(&self, messages: usize) {
         *lock(&self.counted) = messages;
+        *lock(&self.compaction_pending_response) = false;
+    }
+
+    /// Marks that a compaction was tried; automatic ones wait for the next response.
+    /// When it replaced the conversation, nothing of it is counted exactly any more.
+    pub(crate) fn compaction_tried(&self, replaced: bool) {
+        if replaced {
+            *lock(&self.counted) = 0;
+        }
+        *lock(&self.compaction_pending_response) = true;
+    }
+
+    /// Whether an automatic compaction may run now (none was tried since the last
+    /// response).
+    pub(crate) fn may_auto_compact(&self) -> bool {
+        !*lock(&self.compaction_pending_response)
     }
 
     /// The context size now: the last exact count plus an estimate of the messages

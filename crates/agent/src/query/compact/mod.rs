@@ -66,16 +66,21 @@ pub(super) async fn maybe_auto_compact(
         return;
     };
     let tokens = inner.long.current_tokens(&state);
-    // A conversation of one summary cannot get smaller: compacting it again would loop.
-    if tokens < threshold || state.messages.len() <= 2 {
+    // Right after a compaction (done or failed) the next one waits for a response: a
+    // summary too large for the threshold would otherwise be summarised again and again,
+    // and a failing summary request retried before every request.
+    if tokens < threshold || !inner.long.may_auto_compact() {
         return;
     }
     drop(state);
     if let Err(e) = compact(inner, Trigger::Auto, None, cancel, run).await {
+        // The request goes ahead with the conversation as it was; the turn is not an
+        // error because of it (the request may well fit).
+        inner.long.compaction_tried(false);
+        tracing::warn!("automatic compaction failed: {e}");
         inner
             .bootstrap
             .log_error(format!("automatic compaction failed: {e}"));
-        run.errors.push(format!("automatic compaction failed: {e}"));
     }
 }
 
@@ -158,7 +163,7 @@ pub(super) async fn compact(
         s.context_usage = LongSession::usage_for(s, &model, 0);
     });
     // Nothing of the new conversation is counted exactly yet: all of it is estimated.
-    inner.long.counted(0);
+    inner.long.compaction_tried(true);
     inner
         .events
         .emit(SdkMessage::System(SystemMessage::CompactBoundary(
