@@ -18,12 +18,14 @@
 //!   query loop, control requests, closing it. What the CLI and SDK clients drive.
 
 pub mod context;
+pub mod context_window;
 mod cost;
 pub mod engine;
 mod file_history;
 pub mod hooks;
 pub mod permissions;
 pub mod procs;
+pub mod prompt;
 pub mod provider;
 pub mod query;
 mod record;

@@ -18,7 +18,9 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 use strata_protocol::message::{AssistantMessage, Message};
-use strata_protocol::transcript::{AssistantEntry, Entry, Envelope, UserEntry};
+use strata_protocol::transcript::{
+    AssistantEntry, COMPACT_BOUNDARY, Entry, Envelope, SystemEntry, UserEntry,
+};
 use strata_session::writer::{TranscriptWriter, WriterError};
 
 /// The transcript writer of one session, with the chain's current leaf.
@@ -41,6 +43,11 @@ pub(crate) struct UserLine {
     pub(crate) permission_mode: Option<String>,
     /// The line's uuid when the caller chose it (a client's prompt uuid); else a new one.
     pub(crate) uuid: Option<String>,
+    /// A message the model sees but the user did not type (`isMeta`).
+    pub(crate) is_meta: bool,
+    /// The summary that starts a compacted conversation (`isCompactSummary` and
+    /// `isVisibleInTranscriptOnly`, as the reference writes it).
+    pub(crate) compact_summary: bool,
 }
 
 impl Recorder {
@@ -83,9 +90,9 @@ impl Recorder {
         let entry = Entry::User(UserEntry {
             envelope,
             message,
-            is_meta: None,
-            is_visible_in_transcript_only: None,
-            is_compact_summary: None,
+            is_meta: line.is_meta.then_some(true),
+            is_visible_in_transcript_only: line.compact_summary.then_some(true),
+            is_compact_summary: line.compact_summary.then_some(true),
             tool_use_result: line.tool_use_result,
             source_tool_assistant_uuid: line.source_assistant_uuid,
             extra,
@@ -110,6 +117,36 @@ impl Recorder {
             message,
             request_id,
             is_api_error_message: None,
+            extra: Map::new(),
+        });
+        self.writer.append_written(&entry)?;
+        *leaf = Some(uuid.clone());
+        Ok(uuid)
+    }
+
+    /// Appends a `compact_boundary` line (COMPAT "Writing a compaction"): no parent, the
+    /// previous leaf as its logical parent, `compactMetadata {trigger, preTokens}`; the
+    /// chain continues from it. Returns its uuid once written.
+    pub(crate) fn compact_boundary(
+        &self,
+        trigger: &str,
+        pre_tokens: u64,
+    ) -> Result<String, WriterError> {
+        let mut leaf = lock(&self.leaf);
+        let mut envelope = self.envelope(None);
+        envelope.logical_parent_uuid = leaf.clone();
+        let uuid = envelope.uuid.clone();
+        let entry = Entry::System(SystemEntry {
+            envelope,
+            subtype: Some(COMPACT_BOUNDARY.into()),
+            content: Some("Conversation compacted".into()),
+            level: Some("info".into()),
+            is_meta: Some(false),
+            tool_use_id: None,
+            compact_metadata: Some(serde_json::json!({
+                "trigger": trigger,
+                "preTokens": pre_tokens,
+            })),
             extra: Map::new(),
         });
         self.writer.append_written(&entry)?;

@@ -5,7 +5,7 @@
 //! ```text
 //! cargo build --release -p strata -p strata-bench
 //! target/release/strata-bench headless                 # both lines below
-//! target/release/strata-bench headless --only startup  # or --only resume
+//! target/release/strata-bench headless --only startup  # or --only startup-git, resume
 //! ```
 //!
 //! Prints one JSON object per line:
@@ -13,6 +13,10 @@
 //!   the first model request on the wire for `strata -p "hi"`, median of 20 runs (after
 //!   2 unmeasured ones that warm the page cache). Target ≤ 30 ms (the reference agent:
 //!   ~440 ms).
+//! - `{"workload":"startup-git",…}`: the same in a real git repository with memory files
+//!   (`CLAUDE.md` with an `@import`, `AGENTS.md`, `CLAUDE.local.md`), a changed and an
+//!   untracked file: the cost of the system prompt's memory files and git context
+//!   (issue 13: at most 5 ms more than `startup`).
 //! - `{"workload":"resume","mb":100,"ms":…,"process_ms":…,"cpu_ms":…,"peak_rss_mb":…,…}`:
 //!   `strata -p --resume <id> continue` of a generated 100 MB session, median of 5 runs
 //!   (`--runs N` for another count): `ms` is process start → the request carrying the
@@ -77,6 +81,9 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         if only.is_none_or(|o| o == "startup") {
             startup(&strata, &server, &work)?;
         }
+        if only.is_none_or(|o| o == "startup-git") {
+            startup_git(&strata, &server, &work)?;
+        }
         if only.is_none_or(|o| o == "resume") {
             resume(&strata, &server, &work, resume_runs)?;
         }
@@ -114,10 +121,73 @@ fn strata_binary() -> anyhow::Result<PathBuf> {
 fn startup(strata: &Path, server: &Server, work: &Path) -> anyhow::Result<()> {
     let project = work.join("startup-project");
     std::fs::create_dir_all(project.join(".git"))?;
+    startup_in(strata, server, work, &project, "startup")
+}
+
+/// `strata -p hi` in a real repository (commits, a changed file, an untracked one) with
+/// memory files (`CLAUDE.md` importing another, `AGENTS.md`, `CLAUDE.local.md`): what
+/// building the system prompt costs at start-up (issue 13: ≤ 5 ms more than `startup`).
+fn startup_git(strata: &Path, server: &Server, work: &Path) -> anyhow::Result<()> {
+    let project = work.join("startup-git-project");
+    std::fs::create_dir_all(project.join("src"))?;
+    let git = |args: &[&str]| -> anyhow::Result<()> {
+        let status = Command::new("git")
+            .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost"])
+            .args(args)
+            .current_dir(&project)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .context("cannot run git (needed for the startup-git workload)")?;
+        if !status.success() {
+            bail!("git {args:?} failed");
+        }
+        Ok(())
+    };
+    git(&["init", "-q", "-b", "main"])?;
+    for i in 0..20 {
+        std::fs::write(
+            project.join(format!("src/f{i}.rs")),
+            format!("fn f{i}() {{}}\n"),
+        )?;
+    }
+    std::fs::write(
+        project.join("CLAUDE.md"),
+        "# Project rules\n\nRun the tests before committing. See @docs/style.md\n".repeat(20),
+    )?;
+    std::fs::create_dir_all(project.join("docs"))?;
+    std::fs::write(
+        project.join("docs/style.md"),
+        "Four spaces, no tabs.\n".repeat(50),
+    )?;
+    std::fs::write(project.join("AGENTS.md"), "Be brief.\n".repeat(30))?;
+    git(&["add", "."])?;
+    for i in 0..5 {
+        git(&[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            &format!("change number {i}"),
+        ])?;
+    }
+    std::fs::write(project.join("src/f0.rs"), "fn changed() {}\n")?;
+    std::fs::write(project.join("untracked.txt"), "new\n")?;
+    std::fs::write(project.join("CLAUDE.local.md"), "My private notes.\n")?;
+    startup_in(strata, server, work, &project, "startup-git")
+}
+
+fn startup_in(
+    strata: &Path,
+    server: &Server,
+    work: &Path,
+    project: &Path,
+    workload: &str,
+) -> anyhow::Result<()> {
     let mut samples = Vec::new();
     for i in 0..STARTUP_WARMUP + STARTUP_RUNS {
-        let config = work.join(format!("startup-config-{i}"));
-        let run = run_once(strata, server, &project, &config, &["-p", "hi"])?;
+        let config = work.join(format!("{workload}-config-{i}"));
+        let run = run_once(strata, server, project, &config, &["-p", "hi"])?;
         std::fs::remove_dir_all(&config)?;
         if i >= STARTUP_WARMUP {
             samples.push(run.first_request_ms);
@@ -127,7 +197,7 @@ fn startup(strata: &Path, server: &Server, work: &Path) -> anyhow::Result<()> {
     println!(
         "{}",
         json!({
-            "workload": "startup",
+            "workload": workload,
             "ms": round2(samples[samples.len() / 2]),
             "runs": samples.len(),
             "min_ms": round2(samples[0]),

@@ -72,6 +72,8 @@ pub enum SystemMessage {
     /// The session became idle, started running, or waits for the client
     /// (`CLAUDE_CODE_SDK_READS_SESSION_STATE=1`).
     SessionStateChanged(SessionStateMessage),
+    /// The conversation was compacted: what came before is summarised (issue 13).
+    CompactBoundary(CompactBoundaryMessage),
 }
 
 /// `{"type":"system","subtype":"hook_started",…}`.
@@ -123,6 +125,27 @@ pub struct SessionStateMessage {
     pub session_id: String,
     /// This line's id.
     pub uuid: String,
+}
+
+/// `{"type":"system","subtype":"compact_boundary","compact_metadata":{…},…}`: the SDK
+/// stream's mark of a compaction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactBoundaryMessage {
+    /// What started it and how large the context was.
+    pub compact_metadata: CompactMetadata,
+    /// The session id.
+    pub session_id: String,
+    /// This line's id (the transcript's boundary line has the same).
+    pub uuid: String,
+}
+
+/// The SDK's `compact_metadata`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompactMetadata {
+    /// `auto` (the threshold was crossed) or `manual` (`/compact`).
+    pub trigger: String,
+    /// The context size in tokens before the compaction.
+    pub pre_tokens: u64,
 }
 
 /// `{"type":"system","subtype":"init",…}`.

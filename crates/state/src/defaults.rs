@@ -206,6 +206,7 @@ pub fn default_app_state(facts: RuntimeFacts) -> AppState {
         is_ultraplan_mode: false,
         messages: Default::default(),
         in_progress_tool_use_ids: Default::default(),
+        context_usage: Default::default(),
         runtime: Default::default(),
     }
 }

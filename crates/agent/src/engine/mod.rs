@@ -12,6 +12,7 @@
 // The transcript recorder, cost accounting and file history are shared with the query
 // loop; they stay reachable under `engine::` for the engine's own modules.
 pub(crate) use crate::{cost, file_history};
+mod context_report;
 mod error;
 mod handles;
 mod live_settings;
@@ -96,7 +97,8 @@ pub struct EngineOptions {
     pub mcp_config: Vec<String>,
     /// `--strict-mcp-config`.
     pub strict_mcp_config: bool,
-    /// `--max-thinking-tokens`: the thinking budget of a response.
+    /// `--max-thinking-tokens`: the thinking budget (`0`: thinking off); else the
+    /// `maxThinkingTokens` setting when thinking is on.
     pub max_thinking_tokens: Option<u32>,
     /// What an SDK host adds: partial messages, a budget, the session id, hooks.
     pub sdk: SdkOptions,
@@ -114,18 +116,6 @@ pub struct SdkOptions {
     pub session_id: Option<uuid::Uuid>,
     /// The session's hooks (settings files and SDK callbacks); `None`: none run.
     pub hooks: Option<Arc<crate::hooks::Hooks>>,
-}
-
-/// The system prompt's overrides, changeable while the session is open (an SDK's
-/// `initialize` carries them after the session started).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SystemPromptOptions {
-    /// Replaces the default prompt (`None` or empty: the default).
-    pub system_prompt: Option<String>,
-    /// Appended to the prompt.
-    pub append_system_prompt: Option<String>,
-    /// What SessionStart hooks added (`additionalContext`), appended last.
-    pub hook_context: Option<String>,
 }
 
 /// One session at work.
@@ -178,10 +168,10 @@ struct Inner {
     current_turn: Mutex<Option<CancellationToken>>,
     /// Held for its lifetime: the settings watcher (UI-7); `None` when it could not start.
     _settings_watcher: Option<strata_config::SettingsWatcher>,
-    /// The system prompt's overrides (flags, then `initialize`).
-    system_prompt: Mutex<SystemPromptOptions>,
     /// The SDK client's options.
     sdk: SdkOptions,
+    /// The system prompt, thinking budget and context count (issue 13).
+    long: crate::query::LongSession,
 }
 
 impl Engine {
@@ -267,7 +257,14 @@ impl Engine {
         let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
         let turn = self.inner.turn_context();
-        let result = crate::query::run_turn(&turn, prompt, uuid, cancel).await;
+        // `/compact [instructions]` is a slash prompt in every mode (headless and
+        // stream-json included): it compacts instead of asking the model.
+        let result = match compact_command(&prompt) {
+            Some(instructions) => {
+                crate::query::run_compact(&turn, instructions.as_deref(), cancel).await
+            }
+            None => crate::query::run_turn(&turn, prompt, uuid, cancel).await,
+        };
         lock(&self.inner.current_turn).take();
         result
     }
@@ -275,13 +272,7 @@ impl Engine {
     /// Replaces the system prompt and the appended text (an SDK's `initialize`); the
     /// next request uses them. `None` keeps what the flags set.
     pub fn set_system_prompt(&self, system_prompt: Option<String>, append: Option<String>) {
-        let mut options = lock(&self.inner.system_prompt);
-        if system_prompt.is_some() {
-            options.system_prompt = system_prompt;
-        }
-        if append.is_some() {
-            options.append_system_prompt = append;
-        }
+        self.inner.long.prompt.set_overrides(system_prompt, append);
     }
 
     /// Runs the SessionStart hooks (`source`: `startup`, `resume`, `clear`, `compact`);
@@ -302,7 +293,7 @@ impl Engine {
             )
             .await;
         if let Some(context) = outcome.context_text() {
-            lock(&self.inner.system_prompt).hook_context = Some(context);
+            self.inner.long.prompt.set_hook_context(Some(context));
         }
         outcome.errors
     }
@@ -334,6 +325,24 @@ impl Engine {
     /// The session's transcript file.
     pub fn transcript_path(&self) -> PathBuf {
         self.inner.recorder.path()
+    }
+
+    /// The context window's use (control request `get_context_usage`): the SDK's shape,
+    /// `totalTokens`, `maxTokens`, `percentage`, `categories` (system prompt, tools,
+    /// memory files, messages, free space) and `memoryFiles` (path, type, tokens).
+    pub fn context_usage(&self) -> Value {
+        context_report::report(&self.inner)
+    }
+
+    /// Sets the thinking budget (control request `set_max_thinking_tokens`): `None`: back
+    /// to the settings' budget (thinking as the settings say), `Some(0)`: off.
+    pub fn set_max_thinking_tokens(&self, tokens: Option<u32>) {
+        self.inner.long.set_thinking_tokens(tokens);
+    }
+
+    /// Problems with the memory files (cut, left out, unreadable), each naming the file.
+    pub fn memory_warnings(&self) -> &[String] {
+        self.inner.long.prompt.warnings()
     }
 
     /// Interrupts the running turn, if any (control request `interrupt`).
@@ -454,9 +463,8 @@ impl Inner {
             bootstrap: &self.bootstrap,
             max_turns: self.max_turns,
             cwd: &self.cwd,
-            project_root: &self.project_root,
-            system_prompt: lock(&self.system_prompt).clone(),
             sdk: &self.sdk,
+            long: &self.long,
         }
     }
 
@@ -472,6 +480,25 @@ impl Inner {
             .or_else(|| self.default_model.clone())
             .unwrap_or_default()
     }
+}
+
+/// The instructions of a `/compact [instructions]` prompt (`Some(None)`: none given),
+/// `None` when `prompt` is not one.
+fn compact_command(prompt: &Message) -> Option<Option<String>> {
+    use strata_protocol::message::{ContentBlock, MessageContent};
+    let text = match &prompt.content {
+        MessageContent::Text(t) => t.as_str(),
+        MessageContent::Blocks(blocks) => match blocks.as_slice() {
+            [ContentBlock::Text(t)] => t.text.as_str(),
+            _ => return None,
+        },
+    };
+    let rest = text.trim().strip_prefix("/compact")?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None; // `/compaction-notes` is some other command
+    }
+    let rest = rest.trim();
+    Some((!rest.is_empty()).then(|| rest.to_owned()))
 }
 
 /// The live parts of a turn: prompt answers' permission updates, the model.

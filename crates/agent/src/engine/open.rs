@@ -282,6 +282,19 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
             .get_or_insert_with(|| Arc::new(crate::hooks::Hooks::new()));
         warnings.extend(hooks.add_settings(value, "settings hooks"));
     }
+    // The system prompt's inputs (memory files, git) are gathered now, `git status` on its
+    // own thread; the prompt itself is built at the first request.
+    let prompt = crate::prompt::SessionPrompt::gather(
+        &cwd,
+        &project_root,
+        &config_dir,
+        tools.names().into_iter().map(str::to_owned).collect(),
+        options.system_prompt.clone(),
+        options.append_system_prompt.clone(),
+    );
+    warnings.extend(prompt.warnings().iter().cloned());
+    let long =
+        crate::query::LongSession::new(prompt, options.max_thinking_tokens, layout.transcript());
 
     // The settings' model is read from the store at each request (it may change).
     let default_model = options.provider.default_model().map(str::to_owned);
@@ -308,13 +321,8 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         resumed_interrupted,
         current_turn: Mutex::new(None),
         _settings_watcher: settings_watcher,
-        system_prompt: Mutex::new(super::SystemPromptOptions {
-            system_prompt: options.system_prompt,
-            append_system_prompt: options.append_system_prompt,
-            hook_context: None,
-        }),
-        // `max_thinking_tokens` is read by the thinking configuration (issue 14, h5).
         sdk,
+        long,
     })
 }
 

@@ -54,11 +54,10 @@ pub(crate) struct TurnContext<'a> {
     pub(crate) bootstrap: &'a Bootstrap,
     pub(crate) max_turns: Option<u32>,
     pub(crate) cwd: &'a PathBuf,
-    pub(crate) project_root: &'a PathBuf,
-    /// The system prompt's overrides as the turn starts.
-    pub(crate) system_prompt: crate::engine::SystemPromptOptions,
     /// Partial messages, budget, hooks.
     pub(crate) sdk: &'a crate::engine::SdkOptions,
+    /// The system prompt, thinking budget and context count kept across turns.
+    pub(crate) long: &'a super::LongSession,
 }
 
 impl TurnContext<'_> {

@@ -17,16 +17,20 @@
 //! cleanly (COMPAT: a resumed interrupted session continues from there).
 
 mod calls;
+pub(crate) mod compact;
 mod context;
 mod conversation;
+mod long_session;
 pub(crate) mod ports;
 mod raw_events;
 mod turn_hooks;
 
 pub(crate) use self::context::{TurnContext, TurnHost};
+pub use self::long_session::LongSession;
 
 use crate::sync::lock;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,8 +51,6 @@ use crate::record::UserLine;
 
 /// The output budget of one response.
 const MAX_OUTPUT_TOKENS: u32 = 32_000;
-/// The thinking budget when thinking is enabled.
-const THINKING_BUDGET_TOKENS: u32 = 8_000;
 /// What an interrupted turn records (the reference agent's words, which resume rules key
 /// on).
 const INTERRUPTED_TEXT: &str = "[Request interrupted by user]";
@@ -187,6 +189,11 @@ async fn turn(
         }
         run.num_turns += 1;
 
+        compact::maybe_auto_compact(inner, cancel, run).await;
+        if cancel.is_cancelled() {
+            record_interruption(inner, &[]);
+            return Ok(Outcome::Interrupted);
+        }
         let response = match stream_response(inner, cancel, run).await? {
             Streamed::Complete(response) => response,
             Streamed::Interrupted(partial) => {
@@ -230,11 +237,15 @@ async fn turn(
         let results = calls::run_calls(inner, &uses, &response.invalid_inputs, cancel, run).await;
         let mut result_blocks = Vec::with_capacity(results.len());
         for result in results {
-            let block = ContentBlock::tool_result(
-                &result.tool_use_id,
-                result.output.content.clone(),
-                result.output.is_error,
-            );
+            let mut content = result.output.content.clone();
+            if !result.output.is_error
+                && let Some(nested) = touched_path(&uses, &result.tool_use_id)
+                    .and_then(|p| inner.long.nested_memory(Path::new(p), inner.cwd))
+            {
+                content.push_str(&nested);
+            }
+            let block =
+                ContentBlock::tool_result(&result.tool_use_id, content, result.output.is_error);
             let message = Message::blocks(Role::User, vec![block.clone()]);
             let detail = result.output.detail.clone();
             let uuid = inner
@@ -290,14 +301,16 @@ async fn stream_response(
     run: &mut Run,
 ) -> Result<Streamed, String> {
     let state = inner.store.get();
+    let mode = state.tool_permission_context.mode;
     let request = ModelRequest {
         model: inner.model(),
-        system: system_prompt(inner),
+        system: inner.long.prompt.current(mode).text.clone(),
         messages: conversation::request_messages(&state.messages),
         tools: inner.tools.definitions(),
         max_tokens: MAX_OUTPUT_TOKENS,
-        thinking_budget: state.thinking_enabled.then_some(THINKING_BUDGET_TOKENS),
+        thinking_budget: inner.long.thinking_budget(&state),
     };
+    let sent_messages = state.messages.len();
     drop(state);
     let started = Instant::now();
     let mut stream = inner.provider.stream(request, cancel.clone());
@@ -365,6 +378,7 @@ async fn stream_response(
             ApiDuration::single(elapsed),
         );
         run.totals.add(&model, &usage, cost);
+        record_context_usage(inner, &model, &usage, sent_messages);
     }
     match outcome {
         Ok(()) if acc.is_complete() => {
@@ -448,6 +462,16 @@ fn invalid_input_text(err: &crate::provider::AccumulatorError) -> String {
     )
 }
 
+/// The path tool call `id` worked on (`file_path` of Read, Write, Edit; `path` of Glob
+/// and Grep), for nested memory files.
+fn touched_path<'a>(uses: &'a [ToolUseBlock], id: &str) -> Option<&'a str> {
+    let call = uses.iter().find(|u| u.id == id)?;
+    call.input
+        .get("file_path")
+        .or_else(|| call.input.get("path"))
+        .and_then(serde_json::Value::as_str)
+}
+
 /// The tool uses among `blocks`.
 fn tool_uses(blocks: &[ContentBlock]) -> Vec<ToolUseBlock> {
     blocks
@@ -513,45 +537,75 @@ pub(crate) fn set_in_progress(inner: &TurnContext<'_>, ids: &[String]) {
     });
 }
 
-/// The system prompt: `--system-prompt` (or `initialize`'s `systemPrompt`) when given
-/// and not empty, else who strata is and where it works; then `--append-system-prompt`,
-/// then what SessionStart hooks added.
-fn system_prompt(inner: &TurnContext<'_>) -> String {
-    let options = &inner.system_prompt;
-    let mut prompt = match options.system_prompt.as_deref() {
-        Some(custom) if !custom.is_empty() => custom.to_owned(),
-        _ => default_system_prompt(inner),
-    };
-    if let Some(append) = options
-        .append_system_prompt
-        .as_deref()
-        .filter(|a| !a.is_empty())
-    {
-        prompt.push_str("\n\n");
-        prompt.push_str(append);
-    }
-    if let Some(context) = options.hook_context.as_deref() {
-        prompt.push_str("\n\n");
-        prompt.push_str(context);
-    }
-    prompt
+/// Puts the context size of the last request in the app state (issue 13: input + cache
+/// read + cache creation + output). The response's own message is pushed right after,
+/// and its output tokens are counted here: it counts as covered.
+fn record_context_usage(
+    inner: &TurnContext<'_>,
+    model: &str,
+    usage: &strata_protocol::message::Usage,
+    sent_messages: usize,
+) {
+    let tokens = crate::context_window::usage_tokens(usage);
+    let _ = inner.store.update(|s| {
+        let next = LongSession::usage_for(s, model, tokens);
+        if s.context_usage != next {
+            s.context_usage = next;
+        }
+    });
+    inner.long.counted(sent_messages + 1);
 }
 
-/// strata's own system prompt.
-fn default_system_prompt(inner: &TurnContext<'_>) -> String {
-    let date = chrono::Utc::now().format("%Y-%m-%d");
-    format!(
-        "You are strata, a coding agent working in the user's terminal. You help with software \
-         engineering tasks: read and change code, run commands, explain what you find. Use the \
-         tools to inspect the project before changing it, keep changes minimal and focused, and \
-         report concisely what you did.\n\n\
-         Environment:\n\
-         - Working directory: {cwd}\n\
-         - Project root: {root}\n\
-         - Platform: {os}\n\
-         - Today's date: {date}\n",
-        cwd = inner.cwd.display(),
-        root = inner.project_root.display(),
-        os = std::env::consts::OS,
+/// Runs `/compact [instructions]` and returns (and emits) its `result` line; a failed
+/// compaction leaves the conversation as it was and is an error result.
+pub(crate) async fn run_compact(
+    inner: &TurnContext<'_>,
+    instructions: Option<&str>,
+    cancel: CancellationToken,
+) -> ResultMessage {
+    let started = Instant::now();
+    let mut run = Run::default();
+    let outcome = compact::compact(
+        inner,
+        compact::Trigger::Manual,
+        instructions,
+        &cancel,
+        &mut run,
     )
+    .await;
+    if let Err(e) = inner.recorder.turn_end() {
+        run.errors
+            .push(format!("the transcript could not be made durable: {e}"));
+    }
+    let ok = match outcome {
+        Ok(_) => run.errors.is_empty(),
+        Err(e) => {
+            run.errors.push(e);
+            false
+        }
+    };
+    let subtype = if ok {
+        ResultSubtype::Success
+    } else {
+        ResultSubtype::ErrorDuringExecution
+    };
+    let result = ResultMessage {
+        subtype,
+        is_error: !ok,
+        duration_ms: started.elapsed().as_millis() as u64,
+        duration_api_ms: run.api.as_millis() as u64,
+        num_turns: 0,
+        result: ok.then(|| "Conversation compacted".to_owned()),
+        session_id: inner.session_id.clone(),
+        total_cost_usd: run.totals.cost_usd(),
+        usage: run.totals.usage_json(),
+        model_usage: run.totals.model_usage_json(),
+        permission_denials: run.denials,
+        errors: run.errors,
+        stop_reason: run.stop_reason.take(),
+        structured_output: None,
+        uuid: uuid::Uuid::new_v4().to_string(),
+    };
+    inner.events.emit(SdkMessage::Result(result.clone()));
+    result
 }

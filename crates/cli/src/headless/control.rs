@@ -7,6 +7,8 @@
 //! | `set_permission_mode` | changes the mode through the engine's one gate; the engine emits `system/status` | success, or an error naming why (unknown mode, bypass not available) |
 //! | `set_model`           | changes the model (`null` or `"default"`: the default)    | success |
 //! | `rewind_files`        | restores files to their state at a user message           | the engine's report (JSON) or error |
+//! | `get_context_usage`   | reports how the context window is used                    | `totalTokens`, `maxTokens`, `percentage`, `categories`, `memoryFiles` |
+//! | `set_max_thinking_tokens` | sets the thinking budget (`0`: off, `null`: settings)  | success, or an error for a value that is not a token count |
 //! | anything else         | nothing                                                   | an error naming the subtype |
 //!
 //! `initialize` answers with what the session offers, in the reference SDK's shape:
@@ -24,8 +26,7 @@
 //!
 //! Requests for capabilities a later part of issue 14 builds are answered with an error
 //! naming the capability, never a silent success: `stop_task` (background tasks),
-//! `get_context_usage` and `set_max_thinking_tokens` (context and thinking), `mcp_*`
-//! (MCP servers). Each has its own arm in [`Controller::other`], where its owner
+//! `mcp_*` (MCP servers). Each has its own arm in [`Controller::other`], where its owner
 //! replaces the error with the real answer.
 
 use std::sync::Arc;
@@ -106,7 +107,10 @@ impl Controller {
             ControlRequestBody::CanUseTool { .. } => {
                 Err("can_use_tool requests go from strata to the client, not the other way".into())
             }
-            ControlRequestBody::Other(body) => Self::other(&body),
+            ControlRequestBody::Other(body) => match long_session_request(&self.engine, &body) {
+                Some(outcome) => outcome,
+                None => Self::other(&body),
+            },
         };
         match outcome {
             Ok(response) => ControlResponse::success(id, response),
@@ -125,8 +129,6 @@ impl Controller {
         };
         match subtype {
             Some("stop_task") => not_built("stopping background tasks (task messages)"),
-            Some("get_context_usage") => not_built("context usage reporting"),
-            Some("set_max_thinking_tokens") => not_built("a configurable thinking budget"),
             Some("mcp_status")
             | Some("mcp_reconnect")
             | Some("mcp_toggle")
@@ -221,11 +223,43 @@ impl Controller {
     }
 }
 
+// ---- long sessions (issue 13): context usage and the thinking budget ----------------
+
+/// `get_context_usage` (the report of `Engine::context_usage`) and
+/// `set_max_thinking_tokens` (`{"max_thinking_tokens": n | null}`; `0` turns thinking
+/// off, `null` returns to the settings). `None`: not one of these.
+fn long_session_request(
+    engine: &Engine,
+    body: &Map<String, Value>,
+) -> Option<Result<Option<Value>, String>> {
+    match body.get("subtype").and_then(Value::as_str)? {
+        "get_context_usage" => Some(Ok(Some(engine.context_usage()))),
+        "set_max_thinking_tokens" => Some(match body.get("max_thinking_tokens") {
+            None | Some(Value::Null) => {
+                engine.set_max_thinking_tokens(None);
+                Ok(None)
+            }
+            Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => {
+                    engine.set_max_thinking_tokens(Some(n));
+                    Ok(None)
+                }
+                None => Err(format!(
+                    "set_max_thinking_tokens: max_thinking_tokens must be a whole number of \
+                     tokens or null, not {v}"
+                )),
+            },
+        }),
+        _ => None,
+    }
+}
+
 fn unsupported(body: &Map<String, Value>) -> String {
     match body.get("subtype").and_then(Value::as_str) {
         Some(subtype) => format!(
             "unsupported control request subtype {subtype:?}; strata answers initialize, \
-             interrupt, set_permission_mode, set_model and rewind_files"
+             interrupt, set_permission_mode, set_model, rewind_files, get_context_usage \
+             and set_max_thinking_tokens"
         ),
         None => "a control request needs a \"subtype\"".into(),
     }

@@ -20,6 +20,7 @@
 //! abort, the environment overlay) sit apart in [`AppState::runtime`], which compares
 //! equal to every other runtime and is never serialized (AS-2).
 
+mod context;
 mod file_history;
 mod mcp;
 mod other;
@@ -38,6 +39,7 @@ use smol_str::SmolStr;
 use strata_protocol::message::Message;
 use strata_protocol::settings::Settings;
 
+pub use context::{ContextUsage, context_percent};
 pub use file_history::{
     BackupNamer, FileHistory, FileHistoryChange, FileHistoryUpdateError, InspectedFile,
     MAX_FILE_HISTORY_SNAPSHOTS, PendingBackup, update_file_history,
@@ -170,6 +172,8 @@ pub struct AppState {
     /// The tool calls (by `tool_use` id) running right now, for the spinner and tool
     /// views; filled by the query loop.
     pub in_progress_tool_use_ids: imbl::OrdSet<SmolStr>,
+    /// How full the context window is (set after every response).
+    pub context_usage: ContextUsage,
 
     // ---- runtime handles (AS-2) ----
     /// Handles that are not data: never compared, never serialized.

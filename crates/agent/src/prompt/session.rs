@@ -1,0 +1,119 @@
+//! [`SessionPrompt`]: one session's system prompt, built once and kept byte-stable.
+//!
+//! Memory files and the git branch and commits are read when the session opens; `git
+//! status` runs on its own thread meanwhile ([`GitStatus`]). The prompt is built at the
+//! first request and reused for every later one (the prompt cache reads the same
+//! prefix), rebuilt only when the permission mode changes.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use strata_protocol::permission::PermissionMode;
+
+use super::environment::{GitStatus, git_info};
+use super::memory::load_memory_files;
+use super::{PromptInputs, SystemPrompt, build_system_prompt};
+use crate::sync::lock;
+
+/// The system prompt of one session.
+pub struct SessionPrompt {
+    state: Mutex<State>,
+    /// Warnings found while loading (memory files cut, left out or unreadable).
+    warnings: Vec<String>,
+}
+
+struct State {
+    inputs: PromptInputs,
+    status: GitStatus,
+    built: Option<(PermissionMode, Arc<SystemPrompt>)>,
+}
+
+impl SessionPrompt {
+    /// Gathers what the prompt needs for a session in `cwd` (project root `root`): the
+    /// memory files, the repository's branch and recent commits, and starts `git status`.
+    pub fn gather(
+        cwd: &Path,
+        root: &Path,
+        config_dir: &Path,
+        tools: Vec<String>,
+        replace: Option<String>,
+        append: Option<String>,
+    ) -> SessionPrompt {
+        let (memory_files, warnings) = load_memory_files(config_dir, cwd);
+        let git = git_info(root);
+        let status = if git.is_some() {
+            GitStatus::start(root)
+        } else {
+            GitStatus::known(None)
+        };
+        let inputs = PromptInputs {
+            cwd: cwd.to_path_buf(),
+            project_root: root.to_path_buf(),
+            platform: std::env::consts::OS.to_owned(),
+            date: chrono::Local::now().format("%Y-%m-%d").to_string(),
+            git,
+            git_status: None,
+            memory_files,
+            tools,
+            mode: PermissionMode::Default,
+            replace,
+            append,
+            hook_context: None,
+        };
+        SessionPrompt {
+            state: Mutex::new(State {
+                inputs,
+                status,
+                built: None,
+            }),
+            warnings,
+        }
+    }
+
+    /// The prompt for a request in `mode` (the same value while the mode stays).
+    pub fn current(&self, mode: PermissionMode) -> Arc<SystemPrompt> {
+        let mut state = lock(&self.state);
+        if let Some((built_mode, prompt)) = &state.built
+            && *built_mode == mode
+        {
+            return Arc::clone(prompt);
+        }
+        let status = state.status.get();
+        state.inputs.git_status = status;
+        state.inputs.mode = mode;
+        let prompt = Arc::new(build_system_prompt(&state.inputs));
+        state.built = Some((mode, Arc::clone(&prompt)));
+        prompt
+    }
+
+    /// Replaces the prompt's overrides (an SDK's `initialize` carries them after the
+    /// session opened); `None` keeps what the flags set. The next request rebuilds it.
+    pub fn set_overrides(&self, replace: Option<String>, append: Option<String>) {
+        let mut state = lock(&self.state);
+        if replace.is_some() {
+            state.inputs.replace = replace;
+        }
+        if append.is_some() {
+            state.inputs.append = append;
+        }
+        state.built = None;
+    }
+
+    /// What SessionStart hooks added for the model (`additionalContext`), appended last;
+    /// the next request rebuilds the prompt.
+    pub fn set_hook_context(&self, context: Option<String>) {
+        let mut state = lock(&self.state);
+        state.inputs.hook_context = context;
+        state.built = None;
+    }
+
+    /// The inputs the prompt is built from (a sub-agent starts from its parent's).
+    pub fn inputs(&self) -> PromptInputs {
+        lock(&self.state).inputs.clone()
+    }
+
+    /// Problems with memory files, one line each, naming the file.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+}
