@@ -70,6 +70,8 @@ fn options(env: &Env, server: &MockServer) -> EngineOptions {
         verbose: false,
         prompter: None,
         events: Arc::new(Quiet),
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
     }
 }
 

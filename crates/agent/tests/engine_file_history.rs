@@ -71,6 +71,8 @@ fn options(env: &Env, server: &MockServer) -> EngineOptions {
         verbose: true,
         prompter: None,
         events: Arc::new(Collect::default()),
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
         handles: EngineHandles::private(),
     }
 }

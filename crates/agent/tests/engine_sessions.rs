@@ -94,6 +94,8 @@ fn options(
         verbose: true,
         prompter: None,
         events,
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
     }
 }
 

@@ -84,6 +84,8 @@ fn options(env: &Env, server: &MockServer, events: Arc<dyn EventSink>) -> Engine
         verbose: true,
         prompter: None,
         events,
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
     }
 }
 

@@ -120,6 +120,14 @@ pub(crate) struct AgentArgs {
     #[arg(long, value_name = "FILE_OR_JSON")]
     pub(crate) settings: Option<String>,
 
+    /// MCP servers: a file with an `mcpServers` object, or that JSON itself; repeatable.
+    #[arg(long = "mcp-config", value_name = "FILE_OR_JSON", num_args = 1.., action = clap::ArgAction::Append)]
+    pub(crate) mcp_config: Vec<String>,
+
+    /// Use only the MCP servers of `--mcp-config` (none from `.mcp.json` or the config).
+    #[arg(long = "strict-mcp-config")]
+    pub(crate) strict_mcp_config: bool,
+
     /// Stop after this many model turns.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_turns: Option<u32>,

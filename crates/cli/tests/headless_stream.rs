@@ -499,14 +499,14 @@ async fn malformed_lines_and_unknown_requests_get_clear_errors_and_the_session_g
     s.next().await;
     s.send("{this is not json").await; // line 1
     s.send(r#"{"type":"assistant","message":{}}"#).await; // line 2
-    s.control("u1", json!({"subtype": "mcp_status"})).await; // line 3
+    s.control("u1", json!({"subtype": "no_such_request"})).await; // line 3
     let unknown = s.response("u1").await;
     assert_eq!(unknown["response"]["subtype"], "error");
     assert!(
         unknown["response"]["error"]
             .as_str()
             .unwrap()
-            .contains("\"mcp_status\""),
+            .contains("\"no_such_request\""),
         "{unknown}"
     );
     s.control("u2", json!({"subtype": "set_permission_mode"}))

@@ -191,11 +191,19 @@ async fn turn(
         let results = calls::run_calls(inner, &uses, &response.invalid_inputs, cancel, run).await;
         let mut result_blocks = Vec::with_capacity(results.len());
         for result in results {
-            let block = ContentBlock::tool_result(
+            let mut block = ContentBlock::tool_result(
                 &result.tool_use_id,
                 result.output.content.clone(),
                 result.output.is_error,
             );
+            // Images (MCP results) go after the text, as the tool result's blocks.
+            if let ContentBlock::ToolResult(b) = &mut block
+                && let Some(images) = result.output.images.as_ref().filter(|i| !i.is_empty())
+            {
+                let mut blocks = vec![ContentBlock::text(result.output.content.clone())];
+                blocks.extend(images.iter().cloned().map(ContentBlock::Image));
+                b.content = Some(strata_protocol::message::ToolResultContent::Blocks(blocks));
+            }
             let message = Message::blocks(Role::User, vec![block.clone()]);
             let detail = result.output.detail.clone();
             let uuid = inner

@@ -7,6 +7,9 @@
 //! | `set_permission_mode` | changes the mode through the engine's one gate; the engine emits `system/status` | success, or an error naming why (unknown mode, bypass not available) |
 //! | `set_model`           | changes the model (`null` or `"default"`: the default)    | success |
 //! | `rewind_files`        | restores files to their state at a user message           | the engine's report (JSON) or error |
+//! | `mcp_status`          | reads the MCP servers' state from the store               | `{"mcpServers":[{name,status,…}]}` |
+//! | `mcp_reconnect`       | restarts the connection of `serverName`                   | success, or an error (unknown, disabled, not approved) |
+//! | `mcp_toggle`          | enables or disables `serverName` for the session (`enabled`) | success, or an error |
 //! | anything else         | nothing                                                   | an error naming the subtype |
 //!
 //! `initialize` answers with what the session offers, in the reference SDK's shape:
@@ -88,11 +91,44 @@ impl Controller {
             ControlRequestBody::CanUseTool { .. } => {
                 Err("can_use_tool requests go from strata to the client, not the other way".into())
             }
-            ControlRequestBody::Other(body) => Err(unsupported(&body)),
+            ControlRequestBody::Other(body) => self.other(&body),
         };
         match outcome {
             Ok(response) => ControlResponse::success(id, response),
             Err(error) => ControlResponse::error(id, error),
+        }
+    }
+
+    /// The requests the protocol crate does not type: the MCP ones (`mcp_status`,
+    /// `mcp_reconnect`, `mcp_toggle`, with the server as `serverName`).
+    fn other(&self, body: &Map<String, Value>) -> Result<Option<Value>, String> {
+        let server = || {
+            body.get("serverName")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    "this request needs \"serverName\": the MCP server's name".to_owned()
+                })
+        };
+        match body.get("subtype").and_then(Value::as_str) {
+            Some("mcp_status") => Ok(Some(self.engine.mcp_status())),
+            Some("mcp_reconnect") => self
+                .engine
+                .mcp()
+                .reconnect(server()?)
+                .map(|()| None)
+                .map_err(|e| e.to_string()),
+            Some("mcp_toggle") => {
+                let enabled = body
+                    .get("enabled")
+                    .and_then(Value::as_bool)
+                    .ok_or("mcp_toggle needs \"enabled\": true or false")?;
+                self.engine
+                    .mcp()
+                    .set_enabled(server()?, enabled)
+                    .map(|()| None)
+                    .map_err(|e| e.to_string())
+            }
+            _ => Err(unsupported(body)),
         }
     }
 
@@ -142,7 +178,8 @@ fn unsupported(body: &Map<String, Value>) -> String {
     match body.get("subtype").and_then(Value::as_str) {
         Some(subtype) => format!(
             "unsupported control request subtype {subtype:?}; strata answers initialize, \
-             interrupt, set_permission_mode, set_model and rewind_files"
+             interrupt, set_permission_mode, set_model, rewind_files, mcp_status, \
+             mcp_reconnect and mcp_toggle"
         ),
         None => "a control request needs a \"subtype\"".into(),
     }

@@ -66,6 +66,8 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             .clone()
             .map(|p| p as Arc<dyn PermissionPrompter>),
         events,
+        mcp_config: setup.mcp_config,
+        strict_mcp_config: setup.strict_mcp_config,
     };
     let engine = match Engine::open(options).await {
         Ok(engine) => Arc::new(engine),
