@@ -49,6 +49,8 @@ pub(crate) enum Command {
     Config(crate::commands::config::ConfigArgs),
     /// List, show and rewind sessions.
     Sessions(crate::commands::sessions::SessionsArgs),
+    /// Configure MCP servers.
+    Mcp(crate::commands::mcp::McpArgs),
 }
 
 /// What `--output-format` prints.
