@@ -387,3 +387,52 @@ async fn an_mcp_image_result_reaches_the_model_as_an_image_block() {
     assert_eq!(image["source"]["media_type"], "image/png");
     assert_eq!(image["source"]["type"], "base64");
 }
+
+#[tokio::test]
+async fn initialize_mcp_servers_are_started_and_sdk_servers_are_refused_with_a_warning() {
+    if !node() {
+        return;
+    }
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    let mut s = Driver::start(&env, &server, &[]);
+    s.next().await;
+    let servers = json!({
+        "crashy": {"command": "node", "args": [crashy()]},
+        "inproc": {"type": "sdk", "name": "inproc"}
+    });
+    s.control(
+        "i1",
+        json!({"subtype": "initialize", "mcpServers": servers}),
+    )
+    .await;
+    assert_eq!(s.response("i1").await["response"]["subtype"], "success");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        s.control("st", json!({"subtype": "mcp_status"})).await;
+        let status = s.response("st").await;
+        let list = status["response"]["response"]["mcpServers"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert!(list.iter().all(|e| e["name"] != "inproc"), "{status}");
+        if list
+            .iter()
+            .any(|e| e["name"] == "crashy" && e["status"] == "connected")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not connected: {status}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let done = s.finish().await;
+    assert!(
+        done.stderr
+            .contains("in-process SDK servers are not supported"),
+        "{}",
+        done.stderr
+    );
+}

@@ -616,6 +616,37 @@ impl McpManager {
         }
     }
 
+    /// Adds servers to a running session (the SDK's `initialize` `mcpServers`): a name
+    /// already configured is replaced (its connection stopped); each is started at once.
+    pub fn add_servers(&self, servers: Vec<ConfiguredServer>) {
+        let mut started = Vec::new();
+        {
+            let mut slots = self.slots();
+            for def in servers {
+                if let Some(old) = slots.get(&def.name) {
+                    old.stop.cancel();
+                }
+                let name = def.name.clone();
+                slots.insert(
+                    name.clone(),
+                    Slot {
+                        def,
+                        peer: None,
+                        listing: Arc::default(),
+                        status: watch::channel(McpConnectionStatus::Pending).0,
+                        reconnect_attempts: 0,
+                        stop: CancellationToken::new(),
+                    },
+                );
+                started.push(name);
+            }
+        }
+        for name in started {
+            self.publish(&name);
+            self.spawn(&name);
+        }
+    }
+
     /// Stops every connection (session end).
     pub fn shutdown(&self) {
         for slot in self.slots().values_mut() {

@@ -305,6 +305,41 @@ impl Engine {
         &self.inner.mcp
     }
 
+    /// Adds the MCP servers an SDK client sends in `initialize`'s `mcpServers` and starts
+    /// them. In-process SDK servers (`"type": "sdk"`) cannot be reached from here and are
+    /// skipped; what is skipped or does not parse comes back as one line each.
+    pub fn add_sdk_mcp_servers(&self, servers: &Value) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut servers = servers.clone();
+        if let Some(map) = servers.as_object_mut() {
+            map.retain(|name, v| {
+                let sdk = v.get("type").and_then(Value::as_str) == Some("sdk");
+                if sdk {
+                    problems.push(format!(
+                        "MCP server {name:?}: in-process SDK servers are not supported; it is not started"
+                    ));
+                }
+                !sdk
+            });
+        }
+        match strata_mcp::config::parse_servers_value(&servers, "initialize.mcpServers") {
+            Ok(parsed) => self.inner.mcp.add_servers(
+                parsed
+                    .into_iter()
+                    .map(|(name, config)| strata_mcp::ConfiguredServer {
+                        name: name.into(),
+                        scope: strata_state::McpConfigScope::Dynamic,
+                        config,
+                        blocked: None,
+                        disabled: false,
+                    })
+                    .collect(),
+            ),
+            Err(e) => problems.push(format!("MCP configuration: {e}")),
+        }
+        problems
+    }
+
     /// Every MCP server's status as the control request `mcp_status` answers it:
     /// `{"mcpServers": [{name, status, serverInfo?, error?, stderr?, scope, tools}]}`,
     /// read from the app state.

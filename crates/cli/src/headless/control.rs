@@ -2,7 +2,7 @@
 //!
 //! | subtype               | what strata does                                          | response |
 //! |-----------------------|-----------------------------------------------------------|----------|
-//! | `initialize`          | records the handshake (once per session)                  | the session's capabilities, below |
+//! | `initialize`          | records the handshake (once per session); starts its `mcpServers` | the session's capabilities, below |
 //! | `interrupt`           | cancels the running turn (nothing to do between turns)    | success |
 //! | `set_permission_mode` | changes the mode through the engine's one gate; the engine emits `system/status` | success, or an error naming why (unknown mode, bypass not available) |
 //! | `set_model`           | changes the model (`null` or `"default"`: the default)    | success |
@@ -62,7 +62,18 @@ impl Controller {
     ) -> ControlResponse {
         let id = request.request_id;
         let outcome = match request.request {
-            ControlRequestBody::Initialize { hooks, extra: _ } => self.initialize(hooks),
+            ControlRequestBody::Initialize { hooks, extra } => {
+                // Only the first initialize counts (a second one is refused below).
+                if let Some(servers) = extra
+                    .get("mcpServers")
+                    .filter(|v| !v.is_null() && !self.initialized)
+                {
+                    for problem in self.engine.add_sdk_mcp_servers(servers) {
+                        super::warn(format_args!("{problem}"));
+                    }
+                }
+                self.initialize(hooks)
+            }
             ControlRequestBody::Interrupt => {
                 if let Some(turn) = turn {
                     turn.cancel();
