@@ -54,6 +54,8 @@ pub(crate) enum Command {
     Config(crate::commands::config::ConfigArgs),
     /// List, show and rewind sessions.
     Sessions(crate::commands::sessions::SessionsArgs),
+    /// Configure MCP servers.
+    Mcp(crate::commands::mcp::McpArgs),
 }
 
 /// What `--output-format` prints.
@@ -124,6 +126,14 @@ pub(crate) struct AgentArgs {
     /// Extra settings: a settings file, or a JSON object.
     #[arg(long, value_name = "FILE_OR_JSON")]
     pub(crate) settings: Option<String>,
+
+    /// MCP servers: a file with an `mcpServers` object, or that JSON itself; repeatable.
+    #[arg(long = "mcp-config", value_name = "FILE_OR_JSON", num_args = 1.., action = clap::ArgAction::Append)]
+    pub(crate) mcp_config: Vec<String>,
+
+    /// Use only the MCP servers of `--mcp-config` (none from `.mcp.json` or the config).
+    #[arg(long = "strict-mcp-config")]
+    pub(crate) strict_mcp_config: bool,
 
     /// Stop after this many model turns.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -200,14 +210,6 @@ pub(crate) struct SdkArgs {
     /// none of them).
     #[arg(long, value_name = "SOURCES")]
     pub(crate) setting_sources: Option<String>,
-
-    /// MCP server configurations (files or JSON); several values allowed.
-    #[arg(long, value_name = "CONFIG", num_args = 1.., action = clap::ArgAction::Append)]
-    pub(crate) mcp_config: Vec<String>,
-
-    /// Use only the MCP servers of --mcp-config.
-    #[arg(long)]
-    pub(crate) strict_mcp_config: bool,
 
     /// Wait for the client's `initialize` control request before the `system/init` line.
     #[arg(long)]

@@ -61,6 +61,7 @@ fn run(cli: args::Cli) -> anyhow::Result<()> {
     match cli.command {
         Some(args::Command::Config(a)) => commands::config::run(a),
         Some(args::Command::Sessions(a)) => commands::sessions::run(a),
+        Some(args::Command::Mcp(a)) => commands::mcp::run(a),
         // The Agent SDKs start strata without -p (headless::implied).
         None if cli.agent.print || headless::implied(&cli.agent) => headless::run(cli.agent),
         None => Err(exit::Failure::usage(headless::NO_INTERACTIVE_UI).into()),

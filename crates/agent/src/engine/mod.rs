@@ -16,6 +16,7 @@ mod context_report;
 mod error;
 mod handles;
 mod live_settings;
+mod mcp;
 mod open;
 mod permission_updates;
 pub(crate) use crate::record;
@@ -92,10 +93,9 @@ pub struct EngineOptions {
     pub system_prompt: Option<String>,
     /// `--append-system-prompt` (or `appendSystemPrompt`): appended to the system prompt.
     pub append_system_prompt: Option<String>,
-    /// `--mcp-config` values (files or JSON). Parsed by the binary; MCP is not built yet,
-    /// so the session reports them as not honoured.
+    /// `--mcp-config` values (files or JSON), in order.
     pub mcp_config: Vec<String>,
-    /// `--strict-mcp-config`.
+    /// `--strict-mcp-config`: only the servers of `mcp_config`.
     pub strict_mcp_config: bool,
     /// `--max-thinking-tokens`: the thinking budget (`0`: thinking off); else the
     /// `maxThinkingTokens` setting when thinking is on.
@@ -143,6 +143,8 @@ struct Inner {
     /// The provider's default model, when neither the app state nor the settings name one.
     default_model: Option<String>,
     tools: ToolRegistry,
+    /// The session's MCP connections (their state is the store's `mcp` domain).
+    mcp: strata_mcp::McpManager,
     /// The tools' context; each turn clones it with the turn's cancellation.
     tool_context: ToolContext,
     /// The session's fixed facts a permission decision reads beside the store's
@@ -225,11 +227,30 @@ impl Engine {
         InitMessage {
             cwd: inner.cwd.to_string_lossy().into_owned(),
             session_id: inner.session_id.clone(),
-            tools: inner.tools.names().into_iter().map(str::to_owned).collect(),
-            mcp_servers: Vec::new(),
+            tools: inner
+                .tools
+                .names()
+                .into_iter()
+                .map(str::to_owned)
+                .chain(state.mcp.tools.iter().map(|t| t.qualified_name.to_string()))
+                .collect(),
+            mcp_servers: state
+                .mcp
+                .clients
+                .iter()
+                .map(|(name, c)| strata_protocol::sdk::McpServerStatus {
+                    name: name.to_string(),
+                    status: strata_mcp::status_name(&c.status).to_owned(),
+                })
+                .collect(),
             model: inner.model(),
             permission_mode: state.tool_permission_context.mode.to_string(),
-            slash_commands: Vec::new(),
+            slash_commands: state
+                .mcp
+                .commands
+                .iter()
+                .map(|c| strata_mcp::naming::tool_name(&c.server, &c.name))
+                .collect(),
             api_key_source: inner.provider.api_key_source().to_owned(),
             claude_code_version: env!("CARGO_PKG_VERSION").to_owned(),
             output_style: "default".to_owned(),
@@ -256,7 +277,9 @@ impl Engine {
     ) -> ResultMessage {
         let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
-        let turn = self.inner.turn_context();
+        let prompt = self.inner.expand_mcp_prompt(prompt, &cancel).await;
+        let tools = self.inner.turn_tools(&prompt).await;
+        let turn = self.inner.turn_context(&tools);
         // `/compact [instructions]` is a slash prompt in every mode (headless and
         // stream-json included): it compacts instead of asking the model.
         let result = match compact_command(&prompt) {
@@ -389,6 +412,60 @@ impl Engine {
         }))
     }
 
+    /// The session's MCP connections (reconnect, enable, calls outside a turn).
+    pub fn mcp(&self) -> &strata_mcp::McpManager {
+        &self.inner.mcp
+    }
+
+    /// Adds the MCP servers an SDK client sends in `initialize`'s `mcpServers` and starts
+    /// them. In-process SDK servers (`"type": "sdk"`) cannot be reached from here and are
+    /// skipped; what is skipped or does not parse comes back as one line each.
+    pub fn add_sdk_mcp_servers(&self, servers: &Value) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut servers = servers.clone();
+        if let Some(map) = servers.as_object_mut() {
+            map.retain(|name, v| {
+                let sdk = v.get("type").and_then(Value::as_str) == Some("sdk");
+                if sdk {
+                    problems.push(format!(
+                        "MCP server {name:?}: in-process SDK servers are not supported; it is not started"
+                    ));
+                }
+                !sdk
+            });
+        }
+        match strata_mcp::config::parse_servers_value(&servers, "initialize.mcpServers") {
+            Ok(parsed) => self.inner.mcp.add_servers(
+                parsed
+                    .into_iter()
+                    .map(|(name, config)| strata_mcp::ConfiguredServer {
+                        name: name.into(),
+                        scope: strata_state::McpConfigScope::Dynamic,
+                        config,
+                        blocked: None,
+                        disabled: false,
+                    })
+                    .collect(),
+            ),
+            Err(e) => problems.push(format!("MCP configuration: {e}")),
+        }
+        problems
+    }
+
+    /// Every MCP server's status as the control request `mcp_status` answers it:
+    /// `{"mcpServers": [{name, status, serverInfo?, error?, stderr?, scope, tools}]}`,
+    /// read from the app state.
+    pub fn mcp_status(&self) -> Value {
+        let state = self.inner.store.get();
+        let servers: Vec<Value> = state
+            .mcp
+            .clients
+            .iter()
+            .map(|(name, c)| mcp::status_json(name, c, state.mcp.tools_of(name).count()))
+            .collect();
+        serde_json::json!({ "mcpServers": servers })
+    }
+
     /// Makes the transcript durable and saves the project's cost slot (SP-4).
     ///
     /// A transcript that could not be made durable is an error (records the user was
@@ -398,6 +475,7 @@ impl Engine {
     /// transcript.
     pub async fn close(self) -> Result<Vec<String>, CloseError> {
         let inner = self.inner;
+        inner.mcp.shutdown();
         tokio::task::spawn_blocking(move || {
             let synced = inner.recorder.turn_end();
             let mut warnings = Vec::new();
@@ -446,12 +524,12 @@ impl Inner {
     }
 
     /// What one turn of this session needs (the query loop sees nothing else).
-    fn turn_context(&self) -> TurnContext<'_> {
+    fn turn_context<'a>(&'a self, tools: &'a ToolRegistry) -> TurnContext<'a> {
         TurnContext {
             session_id: &self.session_id,
             store: &self.store,
             provider: &*self.provider,
-            tools: &self.tools,
+            tools,
             tool_context: &self.tool_context,
             host: self,
             permission_env: &self.permission_env,

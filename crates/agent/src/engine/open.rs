@@ -204,6 +204,17 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         let ctx = &state.tool_permission_context;
         ToolRegistry::default().filtered(|t| !ctx.denies_tool_entirely(t.name()))
     };
+    // MCP servers start now, in the background: the first prompt waits only for what
+    // is still connecting when it needs the tool list.
+    let mcp = super::mcp::start(
+        root.store().store(),
+        &global,
+        &project_root,
+        &cwd,
+        &options.mcp_config,
+        options.strict_mcp_config,
+        &mut warnings,
+    );
     let session = session_id.to_string();
     root.store()
         .effects()
@@ -306,6 +317,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         provider: options.provider,
         default_model,
         tools,
+        mcp,
         tool_context,
         permission_env,
         recorder,

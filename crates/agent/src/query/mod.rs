@@ -244,8 +244,19 @@ async fn turn(
             {
                 content.push_str(&nested);
             }
-            let block =
-                ContentBlock::tool_result(&result.tool_use_id, content, result.output.is_error);
+            let mut block = ContentBlock::tool_result(
+                &result.tool_use_id,
+                content.clone(),
+                result.output.is_error,
+            );
+            // Images (MCP results) go after the text, as the tool result's blocks.
+            if let ContentBlock::ToolResult(b) = &mut block
+                && let Some(images) = result.output.images.as_ref().filter(|i| !i.is_empty())
+            {
+                let mut blocks = vec![ContentBlock::text(content)];
+                blocks.extend(images.iter().cloned().map(ContentBlock::Image));
+                b.content = Some(strata_protocol::message::ToolResultContent::Blocks(blocks));
+            }
             let message = Message::blocks(Role::User, vec![block.clone()]);
             let detail = result.output.detail.clone();
             let uuid = inner

@@ -211,5 +211,6 @@ fn edit_file(c: Checked, ctx: &ToolContext) -> ToolOutput {
         })),
         lines_added: summary.added,
         lines_removed: summary.removed,
+        ..ToolOutput::default()
     }
 }

@@ -22,6 +22,7 @@ mod files;
 mod glob;
 mod grep;
 mod input;
+pub mod mcp;
 mod output;
 mod read;
 mod tasks;
@@ -124,6 +125,10 @@ pub struct ToolOutput {
     pub lines_added: u64,
     /// Lines removed by this call (file edits), for the session counters.
     pub lines_removed: u64,
+    /// Images sent to the model after the text (MCP tools' image results), as image
+    /// blocks of the tool result. Boxed: almost every output has none, and a tool
+    /// output stays small enough to be returned as an error by value.
+    pub images: Option<Box<Vec<strata_protocol::message::ImageBlock>>>,
 }
 
 impl ToolOutput {

@@ -147,5 +147,6 @@ fn write_file(path: PathBuf, content: &str, ctx: &ToolContext) -> ToolOutput {
         })),
         lines_added: summary.added,
         lines_removed: summary.removed,
+        ..ToolOutput::default()
     }
 }

@@ -1,5 +1,6 @@
 //! The subcommands, one module each.
 
 pub(crate) mod config;
+pub(crate) mod mcp;
 pub(crate) mod output;
 pub(crate) mod sessions;

@@ -2,13 +2,16 @@
 //!
 //! | subtype               | what strata does                                          | response |
 //! |-----------------------|-----------------------------------------------------------|----------|
-//! | `initialize`          | records the handshake (once per session)                  | the session's capabilities, below |
+//! | `initialize`          | records the handshake (once per session); starts its `mcpServers` | the session's capabilities, below |
 //! | `interrupt`           | cancels the running turn (nothing to do between turns)    | success |
 //! | `set_permission_mode` | changes the mode through the engine's one gate; the engine emits `system/status` | success, or an error naming why (unknown mode, bypass not available) |
 //! | `set_model`           | changes the model (`null` or `"default"`: the default)    | success |
 //! | `rewind_files`        | restores files to their state at a user message           | the engine's report (JSON) or error |
 //! | `get_context_usage`   | reports how the context window is used                    | `totalTokens`, `maxTokens`, `percentage`, `categories`, `memoryFiles` |
 //! | `set_max_thinking_tokens` | sets the thinking budget (`0`: off, `null`: settings)  | success, or an error for a value that is not a token count |
+//! | `mcp_status`          | reads the MCP servers' state from the store               | `{"mcpServers":[{name,status,…}]}` |
+//! | `mcp_reconnect`       | restarts the connection of `serverName`                   | success, or an error (unknown, disabled, not approved) |
+//! | `mcp_toggle`          | enables or disables `serverName` for the session (`enabled`) | success, or an error |
 //! | anything else         | nothing                                                   | an error naming the subtype |
 //!
 //! `initialize` answers with what the session offers, in the reference SDK's shape:
@@ -78,7 +81,18 @@ impl Controller {
     ) -> ControlResponse {
         let id = request.request_id;
         let outcome = match request.request {
-            ControlRequestBody::Initialize { hooks, extra } => self.initialize(hooks, &extra),
+            ControlRequestBody::Initialize { hooks, extra } => {
+                // Only the first initialize counts (a second one is refused below).
+                if let Some(servers) = extra
+                    .get("mcpServers")
+                    .filter(|v| !v.is_null() && !self.initialized)
+                {
+                    for problem in self.engine.add_sdk_mcp_servers(servers) {
+                        super::warn(format_args!("{problem}"));
+                    }
+                }
+                self.initialize(hooks, &extra)
+            }
             ControlRequestBody::Interrupt => {
                 if let Some(turn) = turn {
                     turn.cancel();
@@ -109,7 +123,7 @@ impl Controller {
             }
             ControlRequestBody::Other(body) => match long_session_request(&self.engine, &body) {
                 Some(outcome) => outcome,
-                None => Self::other(&body),
+                None => self.other(&body),
             },
         };
         match outcome {
@@ -118,22 +132,40 @@ impl Controller {
         }
     }
 
-    /// The requests strata knows by subtype but has no typed body for: one arm each.
-    fn other(body: &Map<String, Value>) -> Result<Option<Value>, String> {
-        let subtype = body.get("subtype").and_then(Value::as_str);
-        let not_built = |what: &str| {
-            Err(format!(
-                "{}: {what} is not built in this version of strata",
-                subtype.unwrap_or_default()
-            ))
+    /// The requests the protocol crate does not type, one arm each: the MCP ones
+    /// (`mcp_status`, `mcp_reconnect`, `mcp_toggle`, with the server as `serverName`), and
+    /// those of capabilities not built yet, answered with an error naming them.
+    fn other(&self, body: &Map<String, Value>) -> Result<Option<Value>, String> {
+        let server = || {
+            body.get("serverName")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    "this request needs \"serverName\": the MCP server's name".to_owned()
+                })
         };
+        let subtype = body.get("subtype").and_then(Value::as_str);
         match subtype {
-            Some("stop_task") => not_built("stopping background tasks (task messages)"),
-            Some("mcp_status")
-            | Some("mcp_reconnect")
-            | Some("mcp_toggle")
-            | Some("mcp_message")
-            | Some("mcp_set_servers") => not_built("MCP server support"),
+            Some("stop_task") => Err("stop_task: stopping background tasks (task messages) is \
+                                      not built in this version of strata"
+                .into()),
+            Some("mcp_status") => Ok(Some(self.engine.mcp_status())),
+            Some("mcp_reconnect") => self
+                .engine
+                .mcp()
+                .reconnect(server()?)
+                .map(|()| None)
+                .map_err(|e| e.to_string()),
+            Some("mcp_toggle") => {
+                let enabled = body
+                    .get("enabled")
+                    .and_then(Value::as_bool)
+                    .ok_or("mcp_toggle needs \"enabled\": true or false")?;
+                self.engine
+                    .mcp()
+                    .set_enabled(server()?, enabled)
+                    .map(|()| None)
+                    .map_err(|e| e.to_string())
+            }
             _ => Err(unsupported(body)),
         }
     }
@@ -258,8 +290,8 @@ fn unsupported(body: &Map<String, Value>) -> String {
     match body.get("subtype").and_then(Value::as_str) {
         Some(subtype) => format!(
             "unsupported control request subtype {subtype:?}; strata answers initialize, \
-             interrupt, set_permission_mode, set_model, rewind_files, get_context_usage \
-             and set_max_thinking_tokens"
+             interrupt, set_permission_mode, set_model, rewind_files, get_context_usage, \
+             set_max_thinking_tokens, mcp_status, mcp_reconnect and mcp_toggle"
         ),
         None => "a control request needs a \"subtype\"".into(),
     }

@@ -77,6 +77,10 @@ pub(crate) struct Setup {
     pub(crate) model: Option<String>,
     pub(crate) permission: PermissionLaunch,
     pub(crate) settings_flag: Option<String>,
+    /// `--mcp-config` values.
+    pub(crate) mcp_config: Vec<String>,
+    /// `--strict-mcp-config`.
+    pub(crate) strict_mcp_config: bool,
     pub(crate) resume: Option<ResumeTarget>,
     pub(crate) fork_session: bool,
     pub(crate) max_turns: Option<u32>,
@@ -162,6 +166,8 @@ pub(crate) fn run(mut args: AgentArgs) -> anyhow::Result<()> {
             add_dirs: args.add_dirs,
         },
         settings_flag: args.settings,
+        mcp_config: args.mcp_config,
+        strict_mcp_config: args.strict_mcp_config,
         resume,
         fork_session: args.fork_session,
         max_turns: args.max_turns,

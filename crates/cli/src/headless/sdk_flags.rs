@@ -14,8 +14,8 @@
 //! | `--max-budget-usd` | ends a turn with `error_max_budget_usd` once spent |
 //! | `--setting-sources` | honoured when it lists user, project and local (the default); else reported |
 //! | `--await-initialize` | accepted: strata answers `initialize` whenever it comes |
-//! | `--mcp-config`, `--strict-mcp-config` | parsed for the MCP client (not built yet): reported |
-//! | `--max-thinking-tokens` | parsed for the thinking configuration: reported until it reads it |
+//! | `--mcp-config`, `--strict-mcp-config` | the session's MCP servers (`strata-mcp`; top-level flags) |
+//! | `--max-thinking-tokens` | the thinking budget (`0`: off) |
 //! | `--thinking`, `--thinking-display`, `--effort`, `--task-budget`, `--agent`, `--project-config-root`, `--plugin-dir-no-mcp`, `--resume-session-at`, `--resume-drops-turn`, `--session-mirror`, `--initialize-fields`, `--managed-settings[-in-initialize]`, `--permission-prompts`, `--channels` (the TypeScript SDK's newer flags) | reported |
 //! | `--fallback-model`, `--tools`, `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--no-session-persistence`, `--json-schema`, `--agents`, `--plugin-dir`, `--replay-user-messages` | reported |
 
@@ -29,8 +29,6 @@ pub(crate) struct SdkSetup {
     pub(crate) system_prompt: Option<String>,
     /// Appended to the system prompt.
     pub(crate) append_system_prompt: Option<String>,
-    pub(crate) mcp_config: Vec<String>,
-    pub(crate) strict_mcp_config: bool,
     pub(crate) max_thinking_tokens: Option<u32>,
     pub(crate) include_partial_messages: bool,
     pub(crate) include_hook_events: bool,
@@ -96,21 +94,6 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
                  settings all load",
             );
         }
-    }
-    if !args.mcp_config.is_empty() {
-        report(
-            "--mcp-config",
-            "MCP servers are not built yet; none are started",
-        );
-    }
-    if args.strict_mcp_config {
-        report("--strict-mcp-config", "MCP servers are not built yet");
-    }
-    if args.max_thinking_tokens.is_some() {
-        report(
-            "--max-thinking-tokens",
-            "the thinking budget is not configurable yet",
-        );
     }
     let simple: [(&str, bool, &str); 11] = [
         (
@@ -202,8 +185,6 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
     Ok(SdkSetup {
         system_prompt,
         append_system_prompt: args.append_system_prompt,
-        mcp_config: args.mcp_config,
-        strict_mcp_config: args.strict_mcp_config,
         max_thinking_tokens: args.max_thinking_tokens,
         include_partial_messages: args.include_partial_messages,
         include_hook_events: args.include_hook_events,

@@ -82,8 +82,8 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         events,
         system_prompt: sdk.system_prompt,
         append_system_prompt: sdk.append_system_prompt,
-        mcp_config: sdk.mcp_config,
-        strict_mcp_config: sdk.strict_mcp_config,
+        mcp_config: setup.mcp_config,
+        strict_mcp_config: setup.strict_mcp_config,
         max_thinking_tokens: sdk.max_thinking_tokens,
         sdk: SdkOptions {
             include_partial_messages: sdk.include_partial_messages,

@@ -102,6 +102,8 @@ pub enum McpConnectionStatus {
     Failed {
         /// What went wrong, for the `/mcp` view.
         error: Arc<str>,
+        /// The last lines the server wrote to stderr (stdio servers), when any.
+        stderr_tail: Option<Arc<str>>,
     },
     /// Turned off by the user.
     Disabled,

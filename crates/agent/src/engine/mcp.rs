@@ -1,0 +1,293 @@
+//! The session's MCP servers: loaded from every configuration source at open, started
+//! in parallel without waiting, their status and offerings applied to the app state's
+//! `mcp` domain as the manager publishes them (the store is what `system/init`,
+//! `mcp_status` and a UI read), and their tools added to each turn's tool set.
+//!
+//! A turn that starts while some server is still connecting waits for it, at most
+//! [`READY_TIMEOUT`] (`MCP_READY_TIMEOUT` in milliseconds overrides it); a server not
+//! ready by then is simply absent from that turn's tools.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use smol_str::SmolStr;
+use strata_config::GlobalConfigFile;
+use strata_mcp::{ManagerOptions, McpManager, ServerView, sources};
+use strata_protocol::message::{ContentBlock, Message, MessageContent};
+use strata_state::{AppState, McpConnectionStatus};
+use strata_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use super::Inner;
+use crate::tools::ToolRegistry;
+
+/// How long a turn waits for servers still connecting, by default.
+pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn ready_timeout() -> Duration {
+    std::env::var("MCP_READY_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(READY_TIMEOUT, Duration::from_millis)
+}
+
+/// Applies one server's view to the store: its client entry, and its tools, prompts
+/// and resources replacing the ones it had.
+fn apply(store: &Store<AppState>, view: ServerView) {
+    let _ = store.update(|s| {
+        let name = view.client.name.clone();
+        if s.mcp.clients.get(&name).map(|c| &**c) != Some(&view.client) {
+            s.mcp
+                .clients
+                .insert(name.clone(), Arc::new(view.client.clone()));
+        }
+        let same_tools = s.mcp.tools_of(&name).count() == view.tools.len()
+            && s.mcp.tools_of(&name).zip(&view.tools).all(|(a, b)| a == b);
+        if !same_tools {
+            s.mcp.tools.retain(|t| t.server != name);
+            s.mcp.tools.extend(view.tools.iter().cloned());
+        }
+        let commands_now: Vec<_> = s
+            .mcp
+            .commands
+            .iter()
+            .filter(|c| c.server == name)
+            .cloned()
+            .collect();
+        if commands_now != view.commands {
+            s.mcp.commands.retain(|c| c.server != name);
+            s.mcp.commands.extend(view.commands.iter().cloned());
+        }
+        let resources: imbl::Vector<_> = view.resources.iter().cloned().collect();
+        if s.mcp.resources.get(&name) != Some(&resources) {
+            if resources.is_empty() {
+                s.mcp.resources.remove(&name);
+            } else {
+                s.mcp.resources.insert(name, resources);
+            }
+        }
+    });
+}
+
+/// Loads the servers of every source, starts them (in the background) and returns the
+/// manager. Configuration errors become warnings.
+pub(super) fn start(
+    store: &Store<AppState>,
+    global: &GlobalConfigFile,
+    project_root: &std::path::Path,
+    cwd: &std::path::Path,
+    flags: &[String],
+    strict: bool,
+    warnings: &mut Vec<String>,
+) -> McpManager {
+    let loaded = sources::load(sources::Inputs {
+        project_root,
+        global,
+        flags,
+        strict,
+        sdk: None,
+    });
+    warnings.extend(
+        loaded
+            .errors
+            .iter()
+            .map(|e| format!("MCP configuration: {e}")),
+    );
+    let sink_store = store.clone();
+    let manager = McpManager::new(
+        loaded.servers,
+        ManagerOptions::from_env(cwd.to_path_buf()),
+        Arc::new(move |view| apply(&sink_store, view)),
+    );
+    if tokio::runtime::Handle::try_current().is_ok() {
+        manager.start();
+    }
+    manager
+}
+
+/// A server's status as the SDK stream reports it.
+pub(super) fn status_json(name: &SmolStr, client: &strata_state::McpClient, tools: usize) -> Value {
+    let mut v = json!({"name": name.as_str(), "status": strata_mcp::status_name(&client.status)});
+    if let Some(info) = &client.server_info {
+        v["serverInfo"] = json!({"name": info.name.as_str(), "version": info.version.as_str()});
+    }
+    if let McpConnectionStatus::Failed { error, stderr_tail } = &client.status {
+        v["error"] = json!(&**error);
+        if let Some(tail) = stderr_tail {
+            v["stderr"] = json!(&**tail);
+        }
+    }
+    v["scope"] = json!(sources::scope_name(client.scope));
+    v["tools"] = json!(tools);
+    v
+}
+
+/// The text of a prompt message (its text blocks joined).
+fn prompt_text(prompt: &Message) -> String {
+    match &prompt.content {
+        MessageContent::Text(t) => t.clone(),
+        MessageContent::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// The `@server:uri` mentions of `text` whose server is configured.
+fn mentions<'a>(text: &'a str, servers: &[SmolStr]) -> Vec<(SmolStr, &'a str)> {
+    text.split_whitespace()
+        .filter_map(|word| word.strip_prefix('@'))
+        .filter_map(|rest| {
+            let (server, uri) = rest.split_once(':')?;
+            let server = servers.iter().find(|s| s.as_str() == server)?;
+            (!uri.is_empty()).then(|| (server.clone(), uri))
+        })
+        .collect()
+}
+
+/// Which configured servers `text` names: `mcp__<server>` (a tool or a prompt command)
+/// or an `@server:` mention. Those are the servers a turn waits for.
+fn named_servers(text: &str, servers: &[SmolStr]) -> Vec<SmolStr> {
+    servers
+        .iter()
+        .filter(|s| {
+            text.contains(&strata_mcp::naming::server_prefix(s))
+                || text.contains(&format!("mcp__{}", strata_mcp::naming::normalize(s)))
+                || text.contains(&format!("@{s}:"))
+        })
+        .cloned()
+        .collect()
+}
+
+impl Inner {
+    /// Waits for the servers `text` names that are still connecting, at most
+    /// [`READY_TIMEOUT`] in all.
+    async fn wait_named(&self, text: &str, servers: &[SmolStr]) {
+        let deadline = tokio::time::Instant::now() + ready_timeout();
+        for server in named_servers(text, servers) {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let _ = self.mcp.wait_ready(&server, left).await;
+        }
+    }
+
+    /// The tools of this turn: the session's, and the MCP tools of the servers connected
+    /// now. Servers still connecting are not waited for (the first prompt is not delayed
+    /// by their start-up), except those the prompt names (`mcp__server…`,
+    /// `@server:uri`), which get [`READY_TIMEOUT`] (`MCP_READY_TIMEOUT`, ms). A call of a
+    /// tool of a server that is reconnecting waits for it in the manager. A tool a
+    /// whole-tool deny rule names is left out, as for the built-in tools.
+    pub(super) async fn turn_tools(&self, prompt: &Message) -> ToolRegistry {
+        let servers = self.mcp.names();
+        if servers.is_empty() {
+            return self.tools.clone();
+        }
+        self.wait_named(&prompt_text(prompt), &servers).await;
+        let state = self.store.get();
+        let ctx = &state.tool_permission_context;
+        let mut tools = self.tools.tools().to_vec();
+        tools.extend(
+            crate::tools::mcp::tools_of(&self.mcp)
+                .into_iter()
+                .filter(|t| {
+                    !ctx.denies_tool_entirely(t.name()) && self.tools.get(t.name()).is_none()
+                }),
+        );
+        ToolRegistry::new(tools)
+    }
+
+    /// The prompt as sent to the model: a `/mcp__server__prompt args…` command replaced
+    /// by the server's prompt (arguments given in order), and each `@server:uri` mention's
+    /// resource attached as a text block after the prompt. What cannot be fetched is said
+    /// in a block of its own, so the model and the user see why.
+    pub(super) async fn expand_mcp_prompt(
+        &self,
+        prompt: Message,
+        cancel: &CancellationToken,
+    ) -> Message {
+        let servers = self.mcp.names();
+        if servers.is_empty() {
+            return prompt;
+        }
+        let text = prompt_text(&prompt);
+        self.wait_named(&text, &servers).await;
+        let mut blocks: Vec<ContentBlock> = match &prompt.content {
+            MessageContent::Text(t) => vec![ContentBlock::text(t.clone())],
+            MessageContent::Blocks(b) => b.clone(),
+        };
+        let mut changed = false;
+        if let Some(command) = text.trim_start().strip_prefix('/') {
+            let (name, rest) = command
+                .split_once(char::is_whitespace)
+                .unwrap_or((command, ""));
+            let state = self.store.get();
+            let found = state
+                .mcp
+                .commands
+                .iter()
+                .find(|c| strata_mcp::naming::tool_name(&c.server, &c.name) == name)
+                .cloned();
+            if let Some(found) = found {
+                let values: Vec<&str> = rest.split_whitespace().collect();
+                let mut arguments = serde_json::Map::new();
+                for (i, arg) in found.arguments.iter().enumerate() {
+                    if let Some(v) = values.get(i) {
+                        arguments.insert(arg.to_string(), Value::String((*v).to_owned()));
+                    }
+                }
+                if let (Some(last), true) =
+                    (found.arguments.last(), values.len() > found.arguments.len())
+                {
+                    let tail = values[found.arguments.len() - 1..].join(" ");
+                    arguments.insert(last.to_string(), Value::String(tail));
+                }
+                let expanded = match self
+                    .mcp
+                    .get_prompt(&found.server, &found.name, arguments, cancel)
+                    .await
+                {
+                    Ok(body) => body,
+                    Err(e) => format!("[the MCP prompt /{name} could not be fetched: {e}]"),
+                };
+                blocks = vec![ContentBlock::text(expanded)];
+                changed = true;
+            }
+        }
+        for (server, uri) in mentions(&text, &servers) {
+            let block = match self.mcp.read_resource(&server, uri, cancel).await {
+                Ok(out) => format!(
+                    "<mcp-resource server=\"{server}\" uri=\"{uri}\">\n{}\n</mcp-resource>",
+                    out.text
+                ),
+                Err(e) => format!("[@{server}:{uri} could not be read: {e}]"),
+            };
+            blocks.push(ContentBlock::text(block));
+            changed = true;
+        }
+        if !changed {
+            return prompt;
+        }
+        Message {
+            content: MessageContent::Blocks(blocks),
+            ..prompt
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_and_named_servers_are_found_in_a_prompt() {
+        let servers = [SmolStr::new("everything"), SmolStr::new("fs")];
+        let text = "look at @everything:demo://resource/1 and @other:x then mcp__fs__read";
+        assert_eq!(
+            mentions(text, &servers),
+            vec![(SmolStr::new("everything"), "demo://resource/1")]
+        );
+        assert_eq!(named_servers(text, &servers), servers.to_vec());
+        assert!(named_servers("just say hi", &servers).is_empty());
+    }
+}

@@ -1,0 +1,22 @@
+//! MCP servers for strata: their configuration ([`config`], [`sources`]), the tool
+//! names the model sees ([`naming`]), the connections over the official Rust SDK
+//! (`rmcp`) with reconnects ([`McpManager`]) and the conversion of results
+//! ([`content`]).
+//!
+//! The live connections are runtime handles owned by the [`McpManager`]; what readers
+//! see (status, tools, prompts, resources) is published as [`ServerView`]s through a
+//! [`StatusSink`], which the engine applies to the app state's `mcp` domain. This crate
+//! does not know the store.
+
+pub mod config;
+mod connect;
+pub mod content;
+mod manager;
+pub mod naming;
+pub mod sources;
+
+pub use config::{ConfigError, ServerConfig};
+pub use manager::{
+    CallError, ConfiguredServer, EnvLookup, ManagerOptions, McpManager, ServerView, StatusSink,
+    describe, status_name,
+};
