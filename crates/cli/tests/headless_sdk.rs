@@ -432,3 +432,24 @@ async fn initialize_answers_with_the_fields_the_sdks_read() {
     assert_eq!(body["account"]["apiKeySource"], "ANTHROPIC_API_KEY");
     s.finish().await;
 }
+
+#[tokio::test]
+async fn stream_json_output_with_piped_stdin_is_headless_without_p() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("piped"));
+    let run = env
+        .run_with(
+            Some(&server),
+            &["--output-format", "stream-json", "--verbose"],
+            "hello from a pipe\n",
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.result()["result"], "piped");
+    assert!(
+        server.requests()[0]
+            .body_text()
+            .contains("hello from a pipe")
+    );
+}
