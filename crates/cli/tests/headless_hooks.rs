@@ -460,3 +460,18 @@ async fn a_notification_hook_runs_when_a_permission_prompt_goes_to_the_client() 
     assert_eq!(input["notification_type"], "permission_prompt");
     assert!(input["message"].as_str().unwrap().contains("Bash"));
 }
+
+#[tokio::test]
+async fn session_end_hooks_run_when_the_session_closes() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("bye"));
+    let log = env.proj.join("ended.json");
+    let settings = command_hook("SessionEnd", "", &format!("cat > '{}'", log.display()));
+    let (run, result) = run_json(&env, &server, &["-p", "hi", "--settings", &settings]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&log).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "SessionEnd");
+    assert_eq!(input["reason"], "other");
+    assert_eq!(input["session_id"], result["session_id"]);
+}

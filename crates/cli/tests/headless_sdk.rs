@@ -429,3 +429,76 @@ async fn initialize_answers_with_the_fields_the_sdks_read() {
     assert_eq!(body["account"]["apiKeySource"], "ANTHROPIC_API_KEY");
     s.finish().await;
 }
+
+#[tokio::test]
+async fn stream_json_output_with_piped_stdin_is_headless_without_p() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("piped"));
+    let run = env
+        .run_with(
+            Some(&server),
+            &["--output-format", "stream-json", "--verbose"],
+            "hello from a pipe\n",
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.result()["result"], "piped");
+    assert!(
+        server.requests()[0]
+            .body_text()
+            .contains("hello from a pipe")
+    );
+}
+
+#[tokio::test]
+async fn tools_names_the_only_tools_offered_empty_none_and_default_all() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    let tools_of = |run: &headless_support::Run| -> Vec<String> {
+        let init = run
+            .lines()
+            .into_iter()
+            .find(|l| l["subtype"] == "init")
+            .unwrap();
+        init["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut seen = Vec::new();
+    for value in ["Read,Grep", "", "default"] {
+        server.push(Reply::new().text("ok"));
+        let flag = format!("--tools={value}");
+        let run = env
+            .run(
+                Some(&server),
+                &[
+                    "-p",
+                    "x",
+                    "--output-format",
+                    "stream-json",
+                    "--verbose",
+                    &flag,
+                ],
+            )
+            .await;
+        assert_eq!(run.code, Some(0), "{value}: {}", run.stderr);
+        seen.push(tools_of(&run));
+    }
+    let mut first = seen[0].clone();
+    first.sort();
+    assert_eq!(first, ["Grep", "Read"]);
+    assert!(seen[1].is_empty(), "{:?}", seen[1]);
+    assert!(seen[2].contains(&"Bash".to_owned()) && seen[2].len() > 2);
+    // The model is offered only those.
+    let offered: Vec<String> = server.requests()[0].json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(offered.len(), 2, "{offered:?}");
+}

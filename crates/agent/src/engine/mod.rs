@@ -114,6 +114,8 @@ pub struct SdkOptions {
     pub max_budget_usd: Option<f64>,
     /// The id of a new session (`--session-id`); ignored when resuming.
     pub session_id: Option<uuid::Uuid>,
+    /// `--tools`: the only built-in tools the model is offered (`None`: all of them).
+    pub tools: Option<Vec<String>>,
     /// The session's hooks (settings files and SDK callbacks); `None`: none run.
     pub hooks: Option<Arc<crate::hooks::Hooks>>,
 }

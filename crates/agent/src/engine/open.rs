@@ -202,7 +202,14 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     let tools = {
         let state = root.store().store().get();
         let ctx = &state.tool_permission_context;
-        ToolRegistry::default().filtered(|t| !ctx.denies_tool_entirely(t.name()))
+        ToolRegistry::default().filtered(|t| {
+            !ctx.denies_tool_entirely(t.name())
+                && options
+                    .sdk
+                    .tools
+                    .as_ref()
+                    .is_none_or(|only| only.iter().any(|n| n == t.name()))
+        })
     };
     // MCP servers start now, in the background: the first prompt waits only for what
     // is still connecting when it needs the tool list.

@@ -1,4 +1,5 @@
-//! Headless mode: `strata -p` for scripts, CI jobs and SDK clients.
+//! Headless mode: `strata -p` for scripts, CI jobs and SDK clients (which start it
+//! without `-p`).
 //!
 //! One run opens (or resumes) a session through the engine, runs the prompt, prints, and
 //! exits 0, or 1 when the run ended in error (`is_error`). What is printed follows the
@@ -14,6 +15,12 @@
 //! read concurrently with the running turn ([`input`], [`control`]); permission prompts
 //! go to the client as `can_use_tool` requests when it asked for them
 //! ([`prompter`]); end of input ends the session once the queued prompts ran.
+//!
+//! The official Agent SDKs start strata this way without `-p` ([`implied`]) and pass
+//! flags of their own ([`sdk_flags`]: honoured, or reported once on stderr and in
+//! `system/init`); hook callbacks they register at `initialize` are called with
+//! `hook_callback` requests ([`callbacks`]); `session_state_changed` lines come when they
+//! ask ([`states`]).
 //!
 //! Ctrl-C (SIGINT), SIGTERM and SIGHUP interrupt the running turn through its
 //! cancellation token: the engine records the interruption and the session stays

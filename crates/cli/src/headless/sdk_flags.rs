@@ -10,6 +10,7 @@
 //! | `--append-system-prompt` | append to it |
 //! | `--include-partial-messages` | `stream_event` lines with the raw API events |
 //! | `--include-hook-events` | `system/hook_started` and `system/hook_response` lines |
+//! | `--tools` | the only built-in tools offered (`""`: none; `default`: all) |
 //! | `--session-id` | the new session's id (a UUID; an error otherwise) |
 //! | `--max-budget-usd` | ends a turn with `error_max_budget_usd` once spent |
 //! | `--setting-sources` | honoured when it lists user, project and local (the default); else reported |
@@ -17,7 +18,7 @@
 //! | `--mcp-config`, `--strict-mcp-config` | the session's MCP servers (`strata-mcp`; top-level flags) |
 //! | `--max-thinking-tokens` | the thinking budget (`0`: off) |
 //! | `--thinking`, `--thinking-display`, `--effort`, `--task-budget`, `--agent`, `--project-config-root`, `--plugin-dir-no-mcp`, `--resume-session-at`, `--resume-drops-turn`, `--session-mirror`, `--initialize-fields`, `--managed-settings[-in-initialize]`, `--permission-prompts`, `--channels` (the TypeScript SDK's newer flags) | reported |
-//! | `--fallback-model`, `--tools`, `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--no-session-persistence`, `--json-schema`, `--agents`, `--plugin-dir`, `--replay-user-messages` | reported |
+//! | `--fallback-model`, `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--no-session-persistence`, `--json-schema`, `--agents`, `--plugin-dir`, `--replay-user-messages` | reported |
 
 use crate::args::SdkArgs;
 use crate::exit::Failure;
@@ -34,6 +35,8 @@ pub(crate) struct SdkSetup {
     pub(crate) include_hook_events: bool,
     pub(crate) max_budget_usd: Option<f64>,
     pub(crate) session_id: Option<uuid::Uuid>,
+    /// `--tools`: the only built-in tools offered (`None`: all).
+    pub(crate) tools: Option<Vec<String>>,
     /// The flags given that strata does not honour yet, as `--flag: why`.
     pub(crate) unsupported: Vec<String>,
 }
@@ -95,16 +98,11 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
             );
         }
     }
-    let simple: [(&str, bool, &str); 11] = [
+    let simple: [(&str, bool, &str); 10] = [
         (
             "--fallback-model",
             args.fallback_model.is_some(),
             "no fallback model is used",
-        ),
-        (
-            "--tools",
-            !args.tools.is_empty(),
-            "every built-in tool stays available (use --disallowedTools to remove some)",
         ),
         (
             "--betas",
@@ -182,7 +180,9 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
             report(flag, "not built in this version of strata");
         }
     }
+    let tools = tool_list(&args.tools);
     Ok(SdkSetup {
+        tools,
         system_prompt,
         append_system_prompt: args.append_system_prompt,
         max_thinking_tokens: args.max_thinking_tokens,
@@ -192,4 +192,23 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
         session_id,
         unsupported,
     })
+}
+
+/// `--tools` values: names separated by commas or spaces; no flag or `default`: every
+/// tool (`None`); an empty value: none.
+fn tool_list(values: &[String]) -> Option<Vec<String>> {
+    if values.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = values
+        .iter()
+        .flat_map(|v| v.split([',', ' ']))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if names.iter().any(|n| n == "default") {
+        return None;
+    }
+    Some(names)
 }

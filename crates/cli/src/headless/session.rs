@@ -89,6 +89,7 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             include_partial_messages: sdk.include_partial_messages,
             max_budget_usd: sdk.max_budget_usd,
             session_id: sdk.session_id,
+            tools: sdk.tools,
             hooks: Some(hooks),
         },
     };
