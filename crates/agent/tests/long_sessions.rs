@@ -540,3 +540,47 @@ async fn a_failed_automatic_compaction_lets_the_request_go_ahead_and_is_not_retr
     );
     assert_eq!(server.requests().len(), 3);
 }
+
+#[tokio::test]
+async fn an_interrupted_compaction_leaves_the_conversation_unchanged() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Answer.").usage(50, 5));
+    let gate = strata_testkit::Gate::new();
+    let summary = Reply::new().text("a summary that never finishes").build();
+    server.push(MockResponse::message(summary).pause_after(2, &gate));
+    let events = Arc::new(Collect::default());
+    let engine = Arc::new(
+        Engine::open(options(&env, &server, events.clone()))
+            .await
+            .unwrap(),
+    );
+    prompt(&engine, "question").await;
+    let messages = engine.store().get().messages.clone();
+    let lines = transcript_lines(&env.config).len();
+    let cancel = CancellationToken::new();
+    let running = {
+        let (engine, cancel) = (Arc::clone(&engine), cancel.clone());
+        tokio::spawn(async move {
+            engine
+                .run_prompt(Message::user_text("/compact"), cancel)
+                .await
+        })
+    };
+    // Wait until the summary request is on the wire, then interrupt.
+    while server.requests().len() < 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    cancel.cancel();
+    let result = running.await.unwrap();
+    gate.release();
+    assert!(result.is_error);
+    assert!(
+        result.errors.iter().any(|e| e.contains("interrupted")),
+        "{:?}",
+        result.errors
+    );
+    assert_eq!(engine.store().get().messages, messages);
+    assert_eq!(transcript_lines(&env.config).len(), lines);
+    assert!(events.compact_boundaries().is_empty());
+}

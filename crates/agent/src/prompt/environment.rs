@@ -5,7 +5,8 @@
 //! from the `HEAD` reflog (`.git/logs/HEAD`, the last lines only). Only `git status`
 //! needs git itself; it runs on a thread started when the session opens
 //! ([`GitStatus::start`]), in parallel with everything else, and the first request waits
-//! for it at most [`STATUS_WAIT`]. Its output is capped at [`STATUS_MAX_LINES`] lines.
+//! for it at most [`STATUS_WAIT`] (a very large repository gets a prompt without it rather
+//! than a slow first request). Its output is capped at [`STATUS_MAX_LINES`] lines.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// How long the first request waits for `git status`.
-pub const STATUS_WAIT: Duration = Duration::from_millis(1_000);
+pub const STATUS_WAIT: Duration = Duration::from_millis(500);
 /// The most lines of `git status` put in the prompt.
 pub const STATUS_MAX_LINES: usize = 20;
 /// How many recent commits are listed.
