@@ -436,3 +436,34 @@ async fn initialize_mcp_servers_are_started_and_sdk_servers_are_refused_with_a_w
         done.stderr
     );
 }
+
+#[tokio::test]
+async fn a_deny_rule_naming_the_server_hides_all_its_tools() {
+    if !node() {
+        return;
+    }
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("ok"));
+    let cfg = config(json!({"crashy": {"command": "node", "args": [crashy()]}}));
+    let run = env
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "use mcp__crashy__ok",
+                "--mcp-config",
+                &cfg,
+                "--disallowedTools",
+                "mcp__crashy",
+            ],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let names = tool_names(&server.requests()[0].json());
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__crashy")),
+        "{names:?}"
+    );
+    assert!(names.contains(&"Bash".to_owned()));
+}

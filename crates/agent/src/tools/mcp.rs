@@ -290,8 +290,63 @@ pub fn subagent_may_use(name: &str, allowed: Option<&[String]>) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::path::{Path, PathBuf};
+
+    #[derive(Default)]
+    struct Stored(Mutex<Vec<(String, usize)>>);
+
+    impl super::super::ToolHooks for Stored {
+        fn before_edit(&self, _: &Path) -> Result<(), String> {
+            Ok(())
+        }
+        fn store_large_output(&self, id: &str, content: &str) -> Result<PathBuf, String> {
+            self.0.lock().unwrap().push((id.to_owned(), content.len()));
+            Ok(PathBuf::from("tool-results").join(format!("{id}.txt")))
+        }
+        fn set_todos(&self, _: Value) {}
+    }
+
+    #[test]
+    fn a_large_mcp_result_goes_to_tool_results_and_images_become_blocks() {
+        let hooks = Arc::new(Stored::default());
+        let ctx = ToolContext::new(std::env::temp_dir(), hooks.clone());
+        let call = ToolCall {
+            id: "toolu_big".into(),
+            input: json!({}),
+        };
+        let big = "x".repeat(super::super::MAX_INLINE_OUTPUT_CHARS * 2);
+        let out = to_output(
+            CallOutput {
+                text: big.clone(),
+                raw: json!({}),
+                ..CallOutput::default()
+            },
+            &call,
+            &ctx,
+        );
+        assert!(out.content.len() < big.len());
+        assert_eq!(
+            hooks.0.lock().unwrap()[0],
+            ("toolu_big".to_owned(), big.len())
+        );
+        let img = to_output(
+            CallOutput {
+                images: vec![strata_mcp::content::Image {
+                    mime_type: "image/png".into(),
+                    data: "iVBO".into(),
+                }],
+                ..CallOutput::default()
+            },
+            &call,
+            &ctx,
+        );
+        let images = img.images.unwrap();
+        assert_eq!(images[0].source["media_type"], "image/png");
+        assert_eq!(img.content, "(1 image(s))");
+    }
 
     #[test]
     fn sa_subagents_get_mcp_tools_only_when_their_definition_allows_them() {
