@@ -171,3 +171,5 @@ fn result_text(content: Option<&ToolResultContent>) -> String {
     }
 }
 
+#[cfg(test)]
+mod tests;

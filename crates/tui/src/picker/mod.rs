@@ -107,3 +107,5 @@ impl<T> FuzzyList<T> {
     }
 }
 
+#[cfg(test)]
+mod tests;
