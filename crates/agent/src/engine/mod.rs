@@ -498,21 +498,7 @@ impl Inner {
     /// Changes the permission mode through the one gate ([`check_mode_change`]): the
     /// control request and a prompt answer's `setMode` both come here.
     pub(crate) fn set_permission_mode(&self, mode: &str) -> Result<(), SetModeError> {
-        let requested: PermissionMode = mode.parse()?;
-        // The gate reads bypass availability from the same state the change is made to.
-        let mut outcome = Ok(());
-        let _ = self.store.update(|s| {
-            let bypass = crate::permissions::bypass_of(&s.tool_permission_context, &s.settings);
-            match check_mode_change(requested, bypass) {
-                Ok(allowed) if s.tool_permission_context.mode != allowed => {
-                    s.tool_permission_context.mode = allowed;
-                    outcome = Ok(());
-                }
-                Ok(_) => outcome = Ok(()),
-                Err(e) => outcome = Err(e),
-            }
-        });
-        Ok(outcome?)
+        change_mode(&self.store, mode)
     }
 
     /// What a hook's input says about the session now.
@@ -590,4 +576,28 @@ impl TurnHost for Inner {
     fn model(&self) -> String {
         Inner::model(self)
     }
+}
+
+/// The one mode gate ([`check_mode_change`]) on `store`: the control request, a prompt
+/// answer's `setMode` and the plan-mode tools (EnterPlanMode, ExitPlanMode) all change the
+/// mode here, so FX-1 (SDK status, remote metadata) fires for each of them.
+pub(crate) fn change_mode(
+    store: &strata_store::Store<strata_state::AppState>,
+    mode: &str,
+) -> Result<(), SetModeError> {
+    let requested: PermissionMode = mode.parse()?;
+    // The gate reads bypass availability from the same state the change is made to.
+    let mut outcome = Ok(());
+    let _ = store.update(|s| {
+        let bypass = crate::permissions::bypass_of(&s.tool_permission_context, &s.settings);
+        match check_mode_change(requested, bypass) {
+            Ok(allowed) if s.tool_permission_context.mode != allowed => {
+                s.tool_permission_context.mode = allowed;
+                outcome = Ok(());
+            }
+            Ok(_) => outcome = Ok(()),
+            Err(e) => outcome = Err(e),
+        }
+    });
+    Ok(outcome?)
 }

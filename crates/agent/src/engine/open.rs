@@ -262,6 +262,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
             Some(store.clone()),
             layout.tasks_dir(),
         )),
+        bootstrap: bootstrap.clone(),
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());

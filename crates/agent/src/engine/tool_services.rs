@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use smol_str::SmolStr;
+use strata_protocol::permission::PermissionMode;
 use strata_session::layout::SessionLayout;
 use strata_session::writer::tool_results::store_tool_output;
 use strata_state::{AppState, TodoItem, TodoStatus, Todos};
@@ -32,6 +33,8 @@ pub(crate) struct SessionHooks {
     pub(crate) prompt_uuid: Arc<Mutex<String>>,
     /// The session's background shell tasks (their entries live in `store`).
     pub(crate) shell_tasks: Arc<ShellTasks>,
+    /// The bootstrap state, where the session's plan slug lives (BS-5).
+    pub(crate) bootstrap: super::BootstrapHandle,
 }
 
 impl ToolHooks for SessionHooks {
@@ -69,6 +72,32 @@ impl ToolHooks for SessionHooks {
 
     fn shell_tasks(&self) -> Option<Arc<ShellTasks>> {
         Some(Arc::clone(&self.shell_tasks))
+    }
+
+    fn permission_mode(&self) -> Option<PermissionMode> {
+        Some(self.store.get().tool_permission_context.mode)
+    }
+
+    fn set_permission_mode(&self, mode: PermissionMode) -> Result<(), String> {
+        super::change_mode(&self.store, &mode.to_string()).map_err(|e| e.to_string())
+    }
+
+    fn plan_file(&self) -> Option<PathBuf> {
+        let session = self.bootstrap.session_id();
+        let slug = match self.bootstrap.plan_slug(session) {
+            Some(slug) => slug.to_string(),
+            None => {
+                let slug = crate::tools::plan_slug(session);
+                self.bootstrap.set_plan_slug(session, &slug);
+                slug
+            }
+        };
+        Some(
+            self.layout
+                .config_dir
+                .join("plans")
+                .join(format!("{slug}.md")),
+        )
     }
 
     fn todos(&self) -> Value {

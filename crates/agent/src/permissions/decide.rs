@@ -32,6 +32,8 @@ struct Call<'a> {
     tool: &'a str,
     cwd: &'a Path,
     read_only: bool,
+    /// The call is a question to the user ([`Tool::asks_the_user`]): it always asks.
+    asks_the_user: bool,
     class: Class,
     subject: Subject,
     /// `Bash with command "…"`, `Edit on /path`: for reasons.
@@ -91,6 +93,7 @@ impl Permissions<'_> {
             tool: tool.name(),
             cwd,
             read_only,
+            asks_the_user: tool.asks_the_user(),
             class,
             subject,
             describe,
@@ -105,6 +108,18 @@ impl Permissions<'_> {
         let protected = call.protected.is_some()
             || call.bash.protected.is_some()
             || (call.bash.unknown.is_some() && self.allowed_by_rules(&call));
+        if call.asks_the_user
+            && (self.state.should_avoid_permission_prompts
+                || self.state.mode == PermissionMode::DontAsk)
+        {
+            return PermissionDecision::Deny {
+                reason: format!(
+                    "{ask_reason}, and nobody can answer in this run (no interactive UI and no \
+                     SDK client answering permission requests), so it could not be asked. \
+                     Continue without it, or tell the user in your reply what you need."
+                ),
+            };
+        }
         if self.state.mode == PermissionMode::DontAsk {
             PermissionDecision::Deny {
                 reason: format!(
@@ -157,6 +172,11 @@ impl Permissions<'_> {
                     unknown.why
                 ),
             });
+        }
+        // A question to the user is answered by the user, not by a rule or a mode (only a
+        // deny rule above refuses it).
+        if call.asks_the_user {
+            return Err(format!("{} needs the user's answer", call.describe));
         }
         if self.state.mode == PermissionMode::Plan && !call.read_only {
             return Ok(PermissionDecision::Deny {

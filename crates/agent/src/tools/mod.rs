@@ -11,7 +11,7 @@
 //! file up before its first edit in a turn, where large outputs go, and the todo list.
 //!
 //! The tool set ([`default_tools`], [`ToolRegistry`]): [`Bash`], [`Read`], [`Write`],
-//! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`], [`TaskOutput`], [`TaskStop`]. Names, input fields and their meaning
+//! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`], [`TaskOutput`], [`TaskStop`], [`EnterPlanMode`], [`ExitPlanMode`]. Names, input fields and their meaning
 //! follow the reference agent's public tool documentation, so models trained on it use
 //! them correctly; descriptions and messages are strata's own.
 
@@ -24,6 +24,7 @@ mod grep;
 mod input;
 pub mod mcp;
 mod output;
+mod plan;
 mod read;
 mod tasks;
 mod todo;
@@ -37,6 +38,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use strata_protocol::permission::PermissionMode;
 use strata_state::EnvOverlay;
 use tokio_util::sync::CancellationToken;
 
@@ -47,6 +49,8 @@ pub use self::files::{FileReadState, ReadStamp};
 pub use self::glob::Glob;
 pub use self::grep::Grep;
 pub use self::output::MAX_INLINE_OUTPUT_CHARS;
+pub(crate) use self::plan::plan_slug;
+pub use self::plan::{EnterPlanMode, ExitPlanMode};
 pub use self::read::Read;
 pub use self::tasks::{TaskOutput, TaskStop};
 pub use self::todo::{TodoItem, TodoStatus, TodoWrite};
@@ -85,6 +89,13 @@ pub trait Tool: Send + Sync + fmt::Debug {
     fn validate(&self, input: &Value) -> Result<(), ToolOutput> {
         let _ = input;
         Ok(())
+    }
+
+    /// True when the call is a question to the user (ExitPlanMode's plan approval,
+    /// AskUserQuestion): it always asks after the deny rules, whatever allow rule or mode,
+    /// and with nobody to ask it is denied with a clear reason. Such a tool is read-only.
+    fn asks_the_user(&self) -> bool {
+        false
     }
 
     /// Runs the call. Errors are reported in the output (`is_error`), never raised.
@@ -325,6 +336,27 @@ pub trait ToolHooks: Send + Sync {
     fn shell_tasks(&self) -> Option<Arc<bash::background::ShellTasks>> {
         None
     }
+
+    /// The session's permission mode now; `None` outside a session.
+    fn permission_mode(&self) -> Option<PermissionMode> {
+        None
+    }
+
+    /// Changes the permission mode through the session's one mode gate, so the change
+    /// reaches the SDK status stream and the remote (FX-1). The default (no session)
+    /// refuses.
+    fn set_permission_mode(&self, mode: PermissionMode) -> Result<(), String> {
+        Err(format!(
+            "this run has no session whose permission mode could change to {mode}"
+        ))
+    }
+
+    /// Where this session's plan is saved: `<config>/plans/<plan slug>.md`, the slug
+    /// assigned on first use and kept in the bootstrap state (BS-5). `None` outside a
+    /// session.
+    fn plan_file(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// Hooks for tools used outside a session (examples, sub-systems without a transcript):
@@ -357,6 +389,8 @@ pub fn default_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(TodoWrite),
         Arc::new(TaskOutput),
         Arc::new(TaskStop),
+        Arc::new(EnterPlanMode),
+        Arc::new(ExitPlanMode),
     ]
 }
 
@@ -483,5 +517,17 @@ impl ToolHooks for RedactingHooks {
 
     fn shell_tasks(&self) -> Option<Arc<bash::background::ShellTasks>> {
         self.inner.shell_tasks()
+    }
+
+    fn permission_mode(&self) -> Option<PermissionMode> {
+        self.inner.permission_mode()
+    }
+
+    fn set_permission_mode(&self, mode: PermissionMode) -> Result<(), String> {
+        self.inner.set_permission_mode(mode)
+    }
+
+    fn plan_file(&self) -> Option<PathBuf> {
+        self.inner.plan_file()
     }
 }
