@@ -90,6 +90,12 @@ fn options(
         verbose: true,
         prompter,
         events,
+        system_prompt: None,
+        append_system_prompt: None,
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
+        max_thinking_tokens: None,
+        sdk: Default::default(),
     }
 }
 
