@@ -193,6 +193,29 @@ impl Redactor {
         out
     }
 
+    /// `bytes` with every known secret value replaced: the same as [`Self::redact`] for
+    /// raw output that need not be UTF-8 (a background task's output file keeps its
+    /// bytes as the command wrote them, secrets aside).
+    pub fn redact_bytes<'a>(&self, bytes: &'a [u8]) -> Cow<'a, [u8]> {
+        let mut out = Cow::Borrowed(bytes);
+        for (replacement, value) in &self.values {
+            let needle = value.as_bytes();
+            if !out.windows(needle.len()).any(|w| w == needle) {
+                continue;
+            }
+            let mut next = Vec::with_capacity(out.len());
+            let mut rest: &[u8] = &out;
+            while let Some(at) = rest.windows(needle.len()).position(|w| w == needle) {
+                next.extend_from_slice(&rest[..at]);
+                next.extend_from_slice(replacement.as_bytes());
+                rest = &rest[at + needle.len()..];
+            }
+            next.extend_from_slice(rest);
+            out = Cow::Owned(next);
+        }
+        out
+    }
+
     /// Redacts every string (keys included) in `value`.
     pub fn redact_json(&self, value: &mut Value) {
         if self.is_empty() {

@@ -30,6 +30,9 @@ enum Class {
 
 struct Call<'a> {
     tool: &'a str,
+    /// False for a call that needs no permission ([`Tool::needs_permission`]): only a
+    /// deny rule decides it.
+    needs_permission: bool,
     cwd: &'a Path,
     read_only: bool,
     /// The call is a question to the user ([`Tool::asks_the_user`]): it always asks.
@@ -91,6 +94,7 @@ impl Permissions<'_> {
         };
         let call = Call {
             tool: tool.name(),
+            needs_permission: tool.needs_permission(input),
             cwd,
             read_only,
             asks_the_user: tool.asks_the_user(),
@@ -178,7 +182,7 @@ impl Permissions<'_> {
         if call.asks_the_user {
             return Err(format!("{} needs the user's answer", call.describe));
         }
-        if self.state.mode == PermissionMode::Plan && !call.read_only {
+        if self.state.mode == PermissionMode::Plan && !call.read_only && call.needs_permission {
             return Ok(PermissionDecision::Deny {
                 reason: format!(
                     "{} was denied: plan mode allows only read-only tools. Finish the plan and \
@@ -191,6 +195,12 @@ impl Permissions<'_> {
         // A settings file whose rules cannot be read might deny this call (fail closed).
         if let Some(outcome) = self.unknown_rules_decision(&call.describe) {
             return outcome;
+        }
+        // What the session itself started (its tasks, its agents) is the session's to
+        // manage: past the deny rules (and while every rule can be read), nothing asks
+        // or refuses it, plan mode included.
+        if !call.needs_permission {
+            return Ok(PermissionDecision::Allow);
         }
         if let Some((source, rule)) = self.first_match(RuleBehavior::Ask, call) {
             return Err(format!(

@@ -75,6 +75,15 @@ pub trait Tool: Send + Sync + fmt::Debug {
     /// True when this call only reads (allowed in plan mode).
     fn is_read_only(&self, input: &Value) -> bool;
 
+    /// False when the call needs no permission of its own: it reaches only what this
+    /// session itself created (its background tasks, its sub-agents), so no allow rule,
+    /// prompt or mode check applies. A deny rule naming the tool still denies it. The
+    /// default is true: every call is decided by the rules.
+    fn needs_permission(&self, input: &Value) -> bool {
+        let _ = input;
+        true
+    }
+
     /// True when this call may run at the same time as other concurrency-safe calls.
     fn is_concurrency_safe(&self, input: &Value) -> bool {
         self.is_read_only(input)

@@ -4,9 +4,10 @@
 //! Names and inputs follow the reference agent's transcripts: `TaskOutput` takes
 //! `task_id`, `block` (wait for the task to end, default true) and `timeout`
 //! (milliseconds); `TaskStop` takes `task_id` (`shell_id`, the older name, is read too).
-//! Both only reach tasks of their own session, so neither needs a permission of its own:
-//! both count as read-only (nothing on disk changes, so plan mode allows them too);
-//! TaskStop is not run concurrently with other calls.
+//! Both only reach tasks of their own session, so neither needs a permission of its own
+//! ([`Tool::needs_permission`] is false: only a deny rule naming them stops them, plan
+//! mode included). TaskOutput only reads; TaskStop changes something (it ends
+//! processes), so it is not read-only and is not run concurrently with other calls.
 
 use std::time::Duration;
 
@@ -162,6 +163,10 @@ impl Tool for TaskOutput {
         true
     }
 
+    fn needs_permission(&self, _input: &Value) -> bool {
+        false
+    }
+
     fn permission_subject(&self, _input: &Value) -> Option<PermissionSubject> {
         None
     }
@@ -241,7 +246,11 @@ impl Tool for TaskStop {
     }
 
     fn is_read_only(&self, _input: &Value) -> bool {
-        true
+        false
+    }
+
+    fn needs_permission(&self, _input: &Value) -> bool {
+        false
     }
 
     fn is_concurrency_safe(&self, _input: &Value) -> bool {

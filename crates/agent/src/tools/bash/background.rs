@@ -11,6 +11,12 @@
 //! - the output file `<session>/tasks/<task-id>.output`, which gets every byte (stdout and
 //!   stderr interleaved as they arrive), while memory keeps at most
 //!   [`MAX_UNREAD_OUTPUT_BYTES`] of output nobody has read yet;
+//! - redaction: known secret values are replaced in the output before it is written to
+//!   the file or kept in memory (the transcript's rule, [`crate::secrets`]); output is
+//!   redacted a line at a time so a secret split across two reads is still recognised;
+//! - eviction (SL-3): a finished task is dismissed from the root store, and its
+//!   in-memory side dropped, [`ShellTasks::eviction_grace`] after it ended; a later
+//!   read of it says where its complete output is;
 //! - stopping: SIGTERM to the command's process group, then, after [`STOP_GRACE`], the
 //!   supervisor kills everything the command started (other groups and sessions too).
 //!
@@ -26,13 +32,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use strata_state::AppState;
-use strata_state::tasks::{LocalShell, TaskId, TaskKind, TaskState, updaters};
+use strata_state::tasks::{EVICTION_GRACE_MS, LocalShell, TaskId, TaskKind, TaskState, updaters};
 use strata_store::Store;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::procs::{CommandEnv, Report, STOP_WAIT, Supervised};
+use crate::secrets::Redactor;
 use crate::sync::lock;
 
 /// At most this many background shell tasks run at once in a session; starting one more
@@ -46,6 +53,10 @@ pub const MAX_UNREAD_OUTPUT_BYTES: usize = 1024 * 1024;
 /// How long a stopped task's processes get to exit after SIGTERM before everything the
 /// command started is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// A line longer than this is redacted and written without waiting for its end (a
+/// secret straddling the cut is the price of bounded memory).
+const MAX_PENDING_LINE_BYTES: usize = 64 * 1024;
 
 /// After the shell exits, how long its output may take to drain before leftover
 /// processes holding the pipes are stopped.
@@ -99,6 +110,7 @@ struct Unread {
 
 struct Shell {
     id: TaskId,
+    redactor: Arc<Redactor>,
     command: String,
     description: String,
     output_path: PathBuf,
@@ -108,11 +120,20 @@ struct Shell {
     stop: CancellationToken,
 }
 
+/// What is left of an evicted task: enough to tell a late reader what happened.
+#[derive(Debug, Clone)]
+struct Evicted {
+    end: ShellEnd,
+    output_path: PathBuf,
+}
+
 /// The background shell tasks of one session.
 pub struct ShellTasks {
     store: Option<Store<AppState>>,
     dir: PathBuf,
     shells: Mutex<HashMap<String, Arc<Shell>>>,
+    evicted: Arc<Mutex<HashMap<String, Evicted>>>,
+    grace: Duration,
 }
 
 impl std::fmt::Debug for ShellTasks {
@@ -137,7 +158,27 @@ impl ShellTasks {
             store,
             dir: dir.into(),
             shells: Mutex::new(HashMap::new()),
+            evicted: Arc::default(),
+            grace: Duration::from_millis(EVICTION_GRACE_MS),
         }
+    }
+
+    /// The same tasks with finished ones evicted `grace` after they end instead of
+    /// SL-3's 30 s (tests, benches).
+    #[must_use]
+    pub fn with_eviction_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// How long a finished task stays before it is evicted (SL-3: 30 s).
+    pub fn eviction_grace(&self) -> Duration {
+        self.grace
+    }
+
+    /// How many tasks this session holds in memory (running or not yet evicted).
+    pub fn held(&self) -> usize {
+        lock(&self.shells).len()
     }
 
     /// Where task output files go.
@@ -155,14 +196,16 @@ impl ShellTasks {
         ids
     }
 
-    /// Starts `command` with bash in `cwd` with `env` as a background task. Must be
-    /// called inside a tokio runtime (the task's driver runs on it).
+    /// Starts `command` with bash in `cwd` with `env` as a background task; its output
+    /// is passed through `redactor` before it is stored. Must be called inside a tokio
+    /// runtime (the task's driver runs on it).
     pub(crate) fn start(
-        &self,
+        self: &Arc<Self>,
         command: &str,
         description: Option<&str>,
         cwd: &Path,
         env: &CommandEnv,
+        redactor: Arc<Redactor>,
     ) -> Result<StartedShell, String> {
         let running = self.running_ids();
         if running.len() >= MAX_BACKGROUND_SHELLS {
@@ -198,6 +241,7 @@ impl ShellTasks {
         let (end, _) = watch::channel(None);
         let shell = Arc::new(Shell {
             id: id.clone(),
+            redactor,
             command: command.to_owned(),
             description: description.clone(),
             output_path: output_path.clone(),
@@ -235,7 +279,11 @@ impl ShellTasks {
                 .take()
                 .map(|r| spawn_reader(r, Arc::clone(&shell))),
         ];
-        tokio::spawn(drive(shell, supervised, readers, self.store.clone()));
+        let tasks = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let end = drive(Arc::clone(&shell), supervised, readers, store_of(&tasks)).await;
+            evict_later(tasks, shell, end).await;
+        });
         Ok(StartedShell {
             id: id.to_string(),
             output_path,
@@ -246,6 +294,13 @@ impl ShellTasks {
         let shells = lock(&self.shells);
         if let Some(shell) = shells.get(id) {
             return Ok(Arc::clone(shell));
+        }
+        if let Some(gone) = lock(&self.evicted).get(id) {
+            return Err(ShellTaskError::Evicted {
+                id: id.to_owned(),
+                end: gone.end.clone(),
+                output_path: gone.output_path.clone(),
+            });
         }
         let mut known: Vec<String> = shells.keys().cloned().collect();
         drop(shells);
@@ -309,9 +364,54 @@ impl ShellTasks {
     }
 }
 
+/// The store of the tasks `tasks`, while they exist.
+fn store_of(tasks: &std::sync::Weak<ShellTasks>) -> Option<Store<AppState>> {
+    tasks.upgrade().and_then(|t| t.store.clone())
+}
+
+/// Waits out the eviction grace of a task that ended, then dismisses it from the root
+/// store (SL-3) and drops its in-memory side, keeping only how it ended and where its
+/// output is. Nothing happens if the session's tasks are gone by then.
+async fn evict_later(tasks: std::sync::Weak<ShellTasks>, shell: Arc<Shell>, end: ShellEnd) {
+    let Some(grace) = tasks.upgrade().map(|t| t.grace) else {
+        return;
+    };
+    tokio::time::sleep(grace).await;
+    let Some(tasks) = tasks.upgrade() else {
+        return;
+    };
+    let key = shell.id.to_string();
+    lock(&tasks.evicted).insert(
+        key.clone(),
+        Evicted {
+            end,
+            output_path: shell.output_path.clone(),
+        },
+    );
+    lock(&tasks.shells).remove(&key);
+    if let Some(store) = &tasks.store {
+        let _ = store.set(updaters::dismiss(shell.id.clone()));
+    }
+}
+
 /// Why a background task could not be read or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ShellTaskError {
+    /// The task ended and was evicted after its grace period (SL-3).
+    #[error(
+        "Task {id} {} and was removed from the task list afterwards; its complete output \
+         is in {}.",
+        describe_end(end),
+        output_path.display()
+    )]
+    Evicted {
+        /// The task's id.
+        id: String,
+        /// How it ended.
+        end: ShellEnd,
+        /// Its complete output.
+        output_path: PathBuf,
+    },
     /// No task of this session has that id.
     #[error("{}", unknown_message(id, known))]
     Unknown {
@@ -368,29 +468,49 @@ where
 {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 64 * 1024];
+        // Bytes after the last newline, held until their line ends so that a secret
+        // split across two reads is redacted whole.
+        let mut pending: Vec<u8> = Vec::new();
         loop {
             match reader.read(&mut buf).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    let mut unread = lock(&shell.unread);
-                    let chunk = &buf[..n];
-                    // The file is complete; a failed write stops writing it (the
-                    // in-memory copy still works) rather than failing the task.
-                    if let Some(file) = unread.file.as_mut()
-                        && file.write_all(chunk).is_err()
-                    {
-                        unread.file = None;
-                    }
-                    unread.bytes.extend_from_slice(chunk);
-                    let over = unread.bytes.len().saturating_sub(MAX_UNREAD_OUTPUT_BYTES);
-                    if over > 0 {
-                        unread.bytes.drain(..over);
-                        unread.dropped += over as u64;
-                    }
+                    pending.extend_from_slice(&buf[..n]);
+                    let cut = match pending.iter().rposition(|b| *b == b'\n') {
+                        Some(at) => at + 1,
+                        None if pending.len() > MAX_PENDING_LINE_BYTES => pending.len(),
+                        None => continue,
+                    };
+                    let rest = pending.split_off(cut);
+                    store_output(&shell, &pending);
+                    pending = rest;
                 }
             }
         }
+        store_output(&shell, &pending);
     })
+}
+
+/// Redacts `chunk` and appends it to the task's file and unread output.
+fn store_output(shell: &Shell, chunk: &[u8]) {
+    if chunk.is_empty() {
+        return;
+    }
+    let chunk = shell.redactor.redact_bytes(chunk);
+    let mut unread = lock(&shell.unread);
+    // The file is complete; a failed write stops writing it (the in-memory copy still
+    // works) rather than failing the task.
+    if let Some(file) = unread.file.as_mut()
+        && file.write_all(&chunk).is_err()
+    {
+        unread.file = None;
+    }
+    unread.bytes.extend_from_slice(&chunk);
+    let over = unread.bytes.len().saturating_sub(MAX_UNREAD_OUTPUT_BYTES);
+    if over > 0 {
+        unread.bytes.drain(..over);
+        unread.dropped += over as u64;
+    }
 }
 
 /// Waits up to `grace` for the readers to reach end of file; true if they did.
@@ -411,13 +531,13 @@ async fn join_readers(
 }
 
 /// Runs one task to its end: follows the supervisor's reports, stops on request, and
-/// records the end in the store and for readers.
+/// records the end in the store and for readers. Returns how it ended.
 async fn drive(
     shell: Arc<Shell>,
     mut supervised: Supervised,
     mut readers: [Option<tokio::task::JoinHandle<()>>; 2],
     store: Option<Store<AppState>>,
-) {
+) -> ShellEnd {
     let mut group: Option<i32> = None;
     let end = loop {
         tokio::select! {
@@ -490,13 +610,24 @@ async fn drive(
             ShellEnd::Failed(why) => store.set(updaters::fail(id, why.as_str(), now)),
         };
     }
-    shell.end.send_replace(Some(end));
+    shell.end.send_replace(Some(end.clone()));
+    end
 }
 
 /// SIGTERM to the command's process group, a grace period for it to exit, then the
 /// supervisor kills everything the command started.
-async fn terminate(group: Option<i32>, supervised: &mut Supervised) {
+async fn terminate(mut group: Option<i32>, supervised: &mut Supervised) {
     use nix::sys::signal::{Signal, killpg};
+    // A stop that comes before the supervisor reported the command's pid (the command
+    // may already be running) waits for the report, so the command still gets its
+    // SIGTERM and grace period rather than being killed at once.
+    if group.is_none() {
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        if let Ok(Report::Started(pid)) = tokio::time::timeout_at(deadline, supervised.next()).await
+        {
+            group = Some(pid);
+        }
+    }
     if let Some(group) = group {
         // ESRCH: the group is already empty.
         let _ = killpg(nix::unistd::Pid::from_raw(group), Signal::SIGTERM);

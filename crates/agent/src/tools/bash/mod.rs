@@ -184,7 +184,16 @@ fn run_in_background(input: &BashInput, ctx: &ToolContext) -> ToolOutput {
     }
     debug_panic(&input.command);
     let env = ctx.secrets.command_env(&ctx.env.snapshot());
-    match tasks.start(&input.command, input.description.as_deref(), &cwd, &env) {
+    // The output file is a transcript side file: secrets are redacted before it is
+    // written, as in every tool result.
+    let redactor = std::sync::Arc::new(ctx.secrets.redactor(&ctx.env.snapshot()));
+    match tasks.start(
+        &input.command,
+        input.description.as_deref(),
+        &cwd,
+        &env,
+        redactor,
+    ) {
         Ok(started) => ToolOutput::ok(format!(
             "Command running in background with ID: {}. Output is being written to: {}",
             started.id,
