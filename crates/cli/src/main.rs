@@ -3,7 +3,7 @@
 //!
 //! - `strata -p …`: a headless agent run ([`headless`]);
 //! - `strata config …`, `strata sessions …`: the subcommands ([`commands`]);
-//! - `strata` alone: the interactive UI, which is not built yet (says so, exit code 2);
+//! - `strata` alone: the interactive terminal UI ([`interactive`]; needs a terminal);
 //! - `strata __strata-supervise …` (hidden): the supervisor of one tool command, which
 //!   strata starts itself (`strata_agent::procs`).
 //!
@@ -13,6 +13,7 @@ mod args;
 mod commands;
 mod exit;
 mod headless;
+mod interactive;
 mod signals;
 
 use clap::Parser;
@@ -61,6 +62,6 @@ fn run(cli: args::Cli) -> anyhow::Result<()> {
         Some(args::Command::Config(a)) => commands::config::run(a),
         Some(args::Command::Sessions(a)) => commands::sessions::run(a),
         None if cli.agent.print => headless::run(cli.agent),
-        None => Err(exit::Failure::usage(headless::NO_INTERACTIVE_UI).into()),
+        None => interactive::run(cli.agent),
     }
 }
