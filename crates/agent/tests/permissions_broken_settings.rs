@@ -7,15 +7,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use strata_agent::permissions::{
-    LaunchFlags, PermissionContext, PermissionDecision, PermissionLaunch,
+    LaunchFlags, PermissionDecision, PermissionEnv, PermissionLaunch, bypass_of, initial_mode,
 };
-use strata_agent::tools::{Bash, Read, Write};
-use strata_config::{MergedSettings, SettingsFiles, SettingsLocations};
+use strata_agent::tools::{Bash, Read, Tool, Write};
+use strata_config::{MergedSettings, SettingsFiles, SettingsLocations, SettingsSource};
 use strata_protocol::permission::PermissionMode;
+use strata_state::{
+    AppState, RuntimeFacts, SettingsPermissions, ToolPermissionContext, apply_settings_change,
+    default_app_state,
+};
 
 struct Project {
     _tmp: tempfile::TempDir,
@@ -59,14 +64,55 @@ fn bypass_launch() -> PermissionLaunch {
     }
 }
 
-/// The context the engine opens a session with.
-fn opened(p: &Project, merged: &MergedSettings, launch: &PermissionLaunch) -> PermissionContext {
-    let (mut c, _) = PermissionContext::from_launch(&p.root, &merged.settings, launch).unwrap();
-    c.reload_settings(merged, launch);
-    c
+/// A session's permission state: the app state as the engine opens it (the rules filed
+/// per settings file and the command line's), reloaded as the settings watcher does.
+struct Session {
+    state: Arc<AppState>,
+    env: PermissionEnv,
 }
 
-fn rm(c: &PermissionContext, root: &std::path::Path) -> PermissionDecision {
+impl Session {
+    fn ctx(&self) -> &ToolPermissionContext {
+        &self.state.tool_permission_context
+    }
+
+    fn check(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> PermissionDecision {
+        self.env.check(self.ctx(), tool, input, cwd)
+    }
+
+    /// What the watcher does with a changed file (UI-7).
+    fn reload(&mut self, merged: &MergedSettings) {
+        self.state = apply_settings_change(SettingsSource::Local, merged)(&self.state);
+    }
+
+    fn bypass_available(&self) -> bool {
+        bypass_of(self.ctx(), &self.state.settings).is_available()
+    }
+}
+
+/// The state the engine opens a session with.
+fn opened(p: &Project, merged: &MergedSettings, launch: &PermissionLaunch) -> Session {
+    let mode = initial_mode(launch.flags, launch.mode, &merged.settings)
+        .unwrap()
+        .mode;
+    let flags = launch.flags;
+    let state = default_app_state(RuntimeFacts {
+        settings: Arc::new(merged.settings.clone()),
+        settings_permissions: SettingsPermissions::from_merged(merged),
+        permission_mode_flag: Some(mode),
+        bypass_permissions_allowed: flags.dangerously_skip_permissions
+            || flags.allow_dangerously_skip_permissions,
+        cli_allow: launch.allowed_tools.clone(),
+        cli_deny: launch.disallowed_tools.clone(),
+        ..Default::default()
+    });
+    Session {
+        state: Arc::new(state),
+        env: PermissionEnv::new(&p.root),
+    }
+}
+
+fn rm(c: &Session, root: &std::path::Path) -> PermissionDecision {
     c.check(&Bash, &json!({"command": "rm -rf build"}), root)
 }
 
@@ -95,7 +141,7 @@ fn a_broken_file_with_no_good_version_makes_every_call_ask_even_in_bypass_mode()
         let merged = p.files.load();
         let launch = bypass_launch();
         let c = opened(&p, &merged, &launch);
-        assert_eq!(c.mode, PermissionMode::BypassPermissions);
+        assert_eq!(c.ctx().mode, PermissionMode::BypassPermissions);
         let PermissionDecision::Ask { reason } = rm(&c, &p.root) else {
             panic!("{name}: {:?}", rm(&c, &p.root))
         };
@@ -116,7 +162,9 @@ fn headless_a_call_under_unknown_rules_is_denied_naming_file_line_and_column() {
     p.write_local("{\n  \"permissions\": {\n    \"deny\": [\"Bash(rm:*)\"],\n  }\n}");
     let merged = p.files.load();
     let mut c = opened(&p, &merged, &PermissionLaunch::default());
-    c.should_avoid_prompts = true;
+    Arc::make_mut(&mut c.state)
+        .tool_permission_context
+        .should_avoid_permission_prompts = true;
     let PermissionDecision::Deny { reason } = rm(&c, &p.root) else {
         panic!("{:?}", rm(&c, &p.root))
     };
@@ -162,17 +210,17 @@ fn a_file_broken_by_a_live_edit_keeps_its_last_good_deny_rules() {
         r#"{"permissions": {"allow": ["Bash"], "deny": ["Bash(rm:*"]}}"#,
     ] {
         p.write_local(broken);
-        c.reload_settings(&p.files.load(), &launch);
+        c.reload(&p.files.load());
         assert!(
             matches!(rm(&c, &p.root), PermissionDecision::Deny { .. }),
             "{broken}: {:?}",
             rm(&c, &p.root)
         );
-        assert!(c.rules.unknown.is_empty(), "{broken}");
+        assert!(c.ctx().unknown_settings_rules.is_empty(), "{broken}");
     }
     // The fix takes effect.
     p.write_local(r#"{"permissions": {"allow": ["Bash"]}}"#);
-    c.reload_settings(&p.files.load(), &launch);
+    c.reload(&p.files.load());
     assert_eq!(rm(&c, &p.root), PermissionDecision::Allow);
 }
 
@@ -185,7 +233,7 @@ fn a_wrong_typed_unrelated_key_keeps_the_deny_rules_of_its_file() {
     let merged = p.files.load();
     assert_eq!(merged.errors.len(), 2, "{:?}", merged.errors);
     let c = opened(&p, &merged, &bypass_launch());
-    assert!(c.rules.unknown.is_empty());
+    assert!(c.ctx().unknown_settings_rules.is_empty());
     assert!(matches!(rm(&c, &p.root), PermissionDecision::Deny { .. }));
     assert_eq!(
         c.check(&Bash, &json!({"command": "ls"}), &p.root),
@@ -198,15 +246,15 @@ fn ui7_a_reload_that_disables_bypass_takes_it_away_and_never_gives_it_back() {
     let p = project();
     let launch = bypass_launch();
     let mut c = opened(&p, &p.files.load(), &launch);
-    assert!(c.bypass.is_available());
+    assert!(c.bypass_available());
     p.write_local(r#"{"permissions": {"disableBypassPermissionsMode": "disable"}}"#);
-    c.reload_settings(&p.files.load(), &launch);
-    assert!(!c.bypass.is_available());
+    c.reload(&p.files.load());
+    assert!(!c.bypass_available());
     assert!(
         matches!(rm(&c, &p.root), PermissionDecision::Ask { .. }),
         "bypass mode no longer allows"
     );
     p.write_local("{}");
-    c.reload_settings(&p.files.load(), &launch);
-    assert!(!c.bypass.is_available());
+    c.reload(&p.files.load());
+    assert!(!c.bypass_available());
 }

@@ -22,9 +22,8 @@
 
 mod permissions_support;
 
-use permissions_support::{Env, Want, bash, ctx, env, want};
+use permissions_support::{Ctx, Env, Want, bash, ctx, env, want};
 use proptest::prelude::*;
-use strata_agent::permissions::{BypassAvailability, PermissionContext};
 use strata_agent::tools::Bash;
 use strata_protocol::permission::PermissionMode::{self, *};
 
@@ -42,9 +41,9 @@ use Expect::{Denied, Runs};
 const RO: Expect = Runs { read_only: true };
 const RW: Expect = Runs { read_only: false };
 
-fn context(e: &Env, mode: PermissionMode, allow: &[&str], deny: &[&str]) -> PermissionContext {
+fn context(e: &Env, mode: PermissionMode, allow: &[&str], deny: &[&str]) -> Ctx {
     let mut c = ctx(e, mode, allow, deny, &[]);
-    c.bypass = BypassAvailability::from_parts(true, false);
+    c.bypass_available(true);
     c
 }
 
@@ -490,7 +489,7 @@ fn unknown_program_asks_when_an_ask_rule_names_a_command() {
     let wants = [Want::Ask, Want::Ask, Want::Deny, Want::Deny, Want::Ask];
     for (mode, wanted) in MODES.into_iter().zip(wants) {
         let mut c = ctx(&e, mode, &["Bash"], &[], &["Bash(git push:*)"]);
-        c.bypass = BypassAvailability::from_parts(true, false);
+        c.bypass_available(true);
         for cmd in ["$X origin", "echo git push | sh", "git $SUB"] {
             let got = c.check(&Bash, &bash(cmd), &e.root);
             assert_eq!(want(&got), wanted, "[{mode:?}] {cmd}: {got:?}");
@@ -641,6 +640,6 @@ proptest! {
     }
 }
 
-fn context_for(e: &Env, mode: PermissionMode) -> PermissionContext {
+fn context_for(e: &Env, mode: PermissionMode) -> Ctx {
     context(e, mode, &["Bash"], &["Bash(rm:*)"])
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use permissions_support::{Row, Want, bash, ctx, edit, env, row, run, want};
 use serde_json::{Value, json};
-use strata_agent::permissions::{BypassAvailability, PermissionDecision};
+use strata_agent::permissions::PermissionDecision;
 use strata_agent::tools::{Bash, Edit, Glob, Grep, Read, TodoWrite, Tool, Write};
 use strata_protocol::permission::PermissionMode::*;
 
@@ -484,7 +484,7 @@ fn bypass_allows_everything_but_deny_and_ask_rules_only_when_available() {
             &["Bash(rm:*)"],
             &["Bash(git push:*)"],
         );
-        c.bypass = BypassAvailability::from_parts(available, false);
+        c.bypass_available(available);
         let cases: [(&str, &dyn Tool, Value, Want); 4] = [
             ("edit outside", &Edit, edit(outside), want_free),
             ("bash", &Bash, bash("npm install"), want_free),
@@ -503,7 +503,8 @@ fn bypass_allows_everything_but_deny_and_ask_rules_only_when_available() {
     // A bypass mode that is not (or no longer) available decides like default.
     rows_for(false, Want::Ask);
     let mut c = ctx(&e, BypassPermissions, &[], &[], &[]);
-    c.bypass = BypassAvailability::from_parts(true, true);
+    // Launched with the flag, but settings disable it: not available.
+    c.bypass_available(false);
     assert_eq!(
         want(&c.check(&Edit, &edit(outside), &e.root)),
         Want::Ask,
@@ -515,7 +516,7 @@ fn bypass_allows_everything_but_deny_and_ask_rules_only_when_available() {
 fn sa4_avoiding_prompts_turns_ask_into_an_automatic_denial() {
     let e = env();
     let mut c = ctx(&e, Default, &["Bash(npm test:*)"], &[], &[]);
-    c.should_avoid_prompts = true;
+    c.state.should_avoid_permission_prompts = true;
     match c.check(&Edit, &edit(&e.root.join("a")), &e.root) {
         PermissionDecision::Deny { reason } => {
             assert!(reason.contains("requires approval"), "{reason}");

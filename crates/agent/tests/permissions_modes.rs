@@ -1,16 +1,19 @@
 //! Permission modes: the one gate every mode change passes (bypass only with a launch
 //! flag and not disabled by settings), the start-up mode, the UI cycle, UI-6 (bypass
-//! turned off when settings disable it later), and building the context at launch.
+//! turned off when settings disable it later), and filing a launch in the app state.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::json;
 use strata_agent::permissions::{
-    BypassAvailability, LaunchFlags, ModeError, PermissionContext, PermissionLaunch,
-    check_mode_change, enforce_bypass_availability, initial_mode, next_mode,
+    BypassAvailability, LaunchFlags, ModeError, PermissionEnv, PermissionLaunch, bypass_of,
+    check_mode_change, enforce_bypass_availability, initial_mode, launch_rule_errors, next_mode,
 };
 use strata_protocol::permission::PermissionMode::{self, *};
 use strata_protocol::settings::Settings;
+use strata_state::{
+    RuleSource, RuntimeFacts, SettingsPermissions, ToolPermissionContext, default_app_state,
+};
 
 fn settings(v: serde_json::Value) -> Settings {
     serde_json::from_value(v).unwrap()
@@ -222,22 +225,30 @@ fn ui6_bypass_is_turned_off_when_settings_disable_it_later() {
 }
 
 #[test]
-fn context_set_mode_goes_through_the_gate() {
-    let mut c = PermissionContext::new("/p");
+fn the_gate_reads_bypass_from_the_store_context_and_its_settings() {
+    let mut state = ToolPermissionContext::default();
+    let plain = Settings::default();
     assert_eq!(
-        c.set_mode(BypassPermissions),
+        check_mode_change(BypassPermissions, bypass_of(&state, &plain)),
         Err(ModeError::BypassNotLaunched)
     );
-    assert_eq!(c.mode, Default, "unchanged on refusal");
-    c.set_mode(Plan).unwrap();
-    assert_eq!(c.mode, Plan);
-    c.bypass = BypassAvailability::from_parts(true, false);
-    c.set_mode(BypassPermissions).unwrap();
-    assert_eq!(c.mode, BypassPermissions);
+    assert_eq!(check_mode_change(Plan, bypass_of(&state, &plain)), Ok(Plan));
+    state.is_bypass_permissions_mode_available = true;
+    assert_eq!(
+        check_mode_change(BypassPermissions, bypass_of(&state, &plain)),
+        Ok(BypassPermissions)
+    );
+    assert_eq!(
+        check_mode_change(BypassPermissions, bypass_of(&state, &disabling())),
+        Err(ModeError::BypassDisabledBySettings)
+    );
 }
 
+/// The launch as the engine opens it: the start-up mode through the gate, the settings'
+/// and the command line's rules and directories filed in the app state, the rules that
+/// do not parse reported.
 #[test]
-fn context_from_launch_merges_settings_flags_and_directories() {
+fn a_launch_files_settings_flags_and_directories_in_the_app_state() {
     let s = settings(json!({"permissions": {
         "allow": ["Bash(npm test:*)", "Bash(oops"],
         "deny": ["Read(.env)"],
@@ -247,34 +258,55 @@ fn context_from_launch_merges_settings_flags_and_directories() {
     let launch = PermissionLaunch {
         flags: ALLOW_DANGEROUS,
         mode: None,
-        allowed_tools: vec!["Edit".into()],
+        allowed_tools: vec!["Edit".into(), "Bash(x".into()],
         disallowed_tools: vec!["WebFetch".into()],
         add_dirs: vec!["/opt/data".into()],
     };
-    let (mut c, warnings) = PermissionContext::from_launch("/srv/proj", &s, &launch).unwrap();
-    assert_eq!(c.mode, AcceptEdits);
-    assert!(c.bypass.is_available());
-    assert_eq!(c.rules.allow.len(), 2);
-    assert_eq!(c.rules.deny.len(), 2);
-    assert_eq!(warnings.len(), 1);
-    assert!(warnings[0].contains("Bash(oops"), "{warnings:?}");
-    let home = c.home.clone().expect("tests run with a home directory");
-    assert_eq!(
-        c.additional_directories,
-        [
-            std::path::PathBuf::from("/srv/shared"),
-            home.join("notes"),
-            "/opt/data".into()
-        ]
+    let mode = initial_mode(launch.flags, launch.mode, &s).unwrap().mode;
+    let (by_source, settings_errors) =
+        SettingsPermissions::parse_settings(&s, RuleSource::LocalSettings);
+    let state = default_app_state(RuntimeFacts {
+        settings: std::sync::Arc::new(s.clone()),
+        settings_permissions: by_source,
+        permission_mode_flag: Some(mode),
+        bypass_permissions_allowed: true,
+        cli_allow: launch.allowed_tools.clone(),
+        cli_deny: launch.disallowed_tools.clone(),
+        cli_additional_directories: launch.add_dirs.iter().map(Into::into).collect(),
+        ..std::default::Default::default()
+    });
+    let ctx = &state.tool_permission_context;
+    assert_eq!(ctx.mode, AcceptEdits);
+    assert!(bypass_of(ctx, &s).is_available());
+    assert_eq!(ctx.always_allow_rules.len(), 2);
+    assert_eq!(ctx.always_deny_rules.len(), 2);
+    assert_eq!(settings_errors.len(), 1);
+    assert!(settings_errors[0].to_string().contains("Bash(oops"));
+    let flag_errors = launch_rule_errors(&launch);
+    assert_eq!(flag_errors.len(), 1);
+    assert!(
+        flag_errors[0].to_string().contains("--allowedTools"),
+        "{}",
+        flag_errors[0]
     );
-    c.set_mode(BypassPermissions).unwrap();
+    let env = PermissionEnv::new("/srv/proj");
+    let home = env.home.clone().expect("tests run with a home directory");
+    let mut dirs = env.additional_dirs(ctx);
+    dirs.sort();
+    let mut expected = vec![
+        std::path::PathBuf::from("/srv/shared"),
+        home.join("notes"),
+        "/opt/data".into(),
+    ];
+    expected.sort();
+    assert_eq!(dirs, expected);
 
     let refused = PermissionLaunch {
         mode: Some(BypassPermissions),
         ..PermissionLaunch::default()
     };
     assert_eq!(
-        PermissionContext::from_launch("/p", &Settings::default(), &refused).unwrap_err(),
+        initial_mode(refused.flags, refused.mode, &Settings::default()).unwrap_err(),
         ModeError::BypassNotLaunched
     );
 }

@@ -12,9 +12,9 @@ mod permissions_support;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use permissions_support::{Env, Want, ctx, edit, env, want};
+use permissions_support::{Ctx, Env, Want, ctx, edit, env, want};
 use serde_json::{Value, json};
-use strata_agent::permissions::{BypassAvailability, PermissionContext, PermissionDecision};
+use strata_agent::permissions::PermissionDecision;
 use strata_agent::tools::{Edit, Read, Tool, Write};
 use strata_protocol::permission::PermissionMode::{self, *};
 
@@ -31,10 +31,10 @@ fn config_dir(e: &Env) -> PathBuf {
     e.home.parent().unwrap().join("cfg")
 }
 
-fn context(e: &Env, mode: PermissionMode, allow: &[&str], deny: &[&str]) -> PermissionContext {
+fn context(e: &Env, mode: PermissionMode, allow: &[&str], deny: &[&str]) -> Ctx {
     let mut c = ctx(e, mode, allow, deny, &[]);
-    c.bypass = BypassAvailability::from_parts(true, false);
-    c.protected_dirs = vec![config_dir(e)];
+    c.bypass_available(true);
+    c.env.protected_dirs = vec![config_dir(e)];
     c
 }
 
@@ -79,7 +79,7 @@ fn protected_paths(e: &Env) -> Vec<PathBuf> {
 }
 
 /// Runs `check` for Write and Edit on every path, collecting mismatches.
-fn expect_all(c: &PermissionContext, e: &Env, paths: &[PathBuf], expected: Want, label: &str) {
+fn expect_all(c: &Ctx, e: &Env, paths: &[PathBuf], expected: Want, label: &str) {
     let mut failures = Vec::new();
     for path in paths {
         for (tool, input) in [
@@ -187,7 +187,7 @@ fn bypass_mode_allows_protected_paths_but_a_deny_rule_still_denies() {
     );
     // A bypass mode that is not available decides like default: it asks.
     let mut c = context(&e, BypassPermissions, BROAD, &[]);
-    c.bypass = BypassAvailability::from_parts(false, false);
+    c.bypass_available(false);
     expect_all(&c, &e, &paths, Want::Ask, "bypass unavailable");
 }
 
@@ -210,7 +210,7 @@ fn dont_ask_and_no_prompt_channel_deny_protected_paths_with_a_reason() {
     }
 
     let mut c = context(&e, Default, BROAD, &[]);
-    c.should_avoid_prompts = true;
+    c.state.should_avoid_permission_prompts = true;
     expect_all(&c, &e, &paths, Want::Deny, "headless without prompter");
     match c.check(&Write, &write(&e.root.join(".mcp.json")), &e.root) {
         PermissionDecision::Deny { reason } => {
@@ -351,10 +351,11 @@ fn protected_names_count_below_the_project_root_and_everywhere_outside() {
     let base = tmp.path().canonicalize().unwrap();
     let root = base.join(".vscode/extensions/my-ext");
     std::fs::create_dir_all(root.join("src")).unwrap();
-    let mut c = PermissionContext::new(&root);
-    c.rules = context(&env(), Default, BROAD, &[]).rules;
-    c.home = Some(base.join("home"));
-    c.protected_dirs = Vec::new();
+    let mut c = Ctx::new(&root);
+    c.state = context(&env(), Default, BROAD, &[]).state;
+    c.state.additional_working_directories = std::default::Default::default();
+    c.env.home = Some(base.join("home"));
+    c.env.protected_dirs = Vec::new();
     let check = |path: PathBuf| want(&c.check(&Write, &write(&path), &root));
     assert_eq!(check(root.join("src/extension.ts")), Want::Allow);
     assert_eq!(check(root.join(".git/hooks/pre-commit")), Want::Ask);

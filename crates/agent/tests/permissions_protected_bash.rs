@@ -18,8 +18,8 @@ mod permissions_support;
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
-use permissions_support::{Env, Want, bash, ctx, env, want};
-use strata_agent::permissions::{BypassAvailability, PermissionContext, PermissionDecision};
+use permissions_support::{Ctx, Env, Want, bash, ctx, env, want};
+use strata_agent::permissions::PermissionDecision;
 use strata_agent::tools::Bash;
 use strata_protocol::permission::PermissionMode::{self, *};
 
@@ -207,10 +207,10 @@ enum Kind {
     Reads,
 }
 
-fn context(e: &Env, mode: PermissionMode, allow: &[&str], deny: &[&str]) -> PermissionContext {
+fn context(e: &Env, mode: PermissionMode, allow: &[&str], deny: &[&str]) -> Ctx {
     let mut c = ctx(e, mode, allow, deny, &[]);
-    c.bypass = BypassAvailability::from_parts(true, false);
-    c.protected_dirs = vec![e.home.parent().unwrap().join("cfg")];
+    c.bypass_available(true);
+    c.env.protected_dirs = vec![e.home.parent().unwrap().join("cfg")];
     c
 }
 
@@ -336,7 +336,7 @@ fn without_a_prompt_a_protected_bash_write_is_denied_with_a_reason() {
         "echo x > \"$F\"",
     ] {
         let mut c = context(&e, Default, &["Bash"], &[]);
-        c.should_avoid_prompts = true;
+        c.state.should_avoid_permission_prompts = true;
         match c.check(&Bash, &bash(cmd), &e.root) {
             PermissionDecision::Deny { reason } => {
                 assert!(
@@ -427,8 +427,9 @@ fn plan_mode_uniq_with_an_output_file_is_not_read_only() {
 fn no_rule_is_suggested_for_a_protected_bash_write() {
     let e = setup();
     let c = context(&e, Default, &[], &[]);
+    let view = c.env.view(&c.state);
     let offered =
-        |cmd: &str| strata_agent::permissions::suggestions(&Bash, &bash(cmd), &c, &e.root);
+        |cmd: &str| strata_agent::permissions::suggestions(&Bash, &bash(cmd), &view, &e.root);
     assert!(offered("tee .git/hooks/pre-commit").is_empty());
     assert!(offered("touch .envrc").is_empty());
     assert!(!offered("tee out.txt").is_empty());

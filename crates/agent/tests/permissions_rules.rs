@@ -8,11 +8,10 @@
 mod permissions_support;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use permissions_support::{Row, Want, bash, ctx, edit, env, row, run, want};
 use serde_json::json;
-use strata_agent::permissions::{PermissionContext, PermissionDecision, RuleSet};
+use strata_agent::permissions::PermissionDecision;
 use strata_agent::tools::{Bash, Edit, Glob, Grep, Read, Write};
 use strata_protocol::permission::PermissionMode::*;
 
@@ -353,14 +352,14 @@ fn relative_paths_resolve_against_the_working_directory() {
 #[test]
 fn disallowed_tools_flag_denies_and_allowed_tools_flag_allows() {
     let e = env();
-    let (rules, errors) = RuleSet::from_sources(
-        &strata_state::SettingsPermissions::default(),
-        &["Bash(git diff:*) Edit".to_owned()],
-        &["Bash(git push:*)".to_owned()],
-    );
-    assert!(errors.is_empty());
-    let mut c = PermissionContext::new(&e.root);
-    c.rules = Arc::new(rules);
+    // The command line's rules are filed in the app state as the engine opens it.
+    let state = strata_state::default_app_state(strata_state::RuntimeFacts {
+        cli_allow: vec!["Bash(git diff:*) Edit".to_owned()],
+        cli_deny: vec!["Bash(git push:*)".to_owned()],
+        ..std::default::Default::default()
+    });
+    let mut c = permissions_support::Ctx::new(&e.root);
+    c.state = state.tool_permission_context.clone();
     assert!(c.check(&Bash, &bash("git diff HEAD"), &e.root).is_allow());
     assert!(
         c.check(&Edit, &edit(Path::new("/etc/x")), &e.root)

@@ -174,7 +174,7 @@ async fn bash_cd_persists_to_the_next_call() {
 /// and the model is told; additional working directories may be stayed in.
 #[tokio::test]
 async fn bash_cd_out_of_the_project_is_undone_but_working_dirs_are_kept() {
-    let p = Project::new();
+    let mut p = Project::new();
     let elsewhere = tempfile::tempdir().unwrap();
     let elsewhere = elsewhere.path().canonicalize().unwrap();
     let out = p
@@ -191,7 +191,7 @@ async fn bash_cd_out_of_the_project_is_undone_but_working_dirs_are_kept() {
     );
     assert_eq!(p.ctx.cwd(), p.root);
 
-    *p.ctx.working_dirs.lock().unwrap() = vec![elsewhere.clone()];
+    p.ctx.working_dirs = strata_agent::tools::WorkingDirs::fixed(vec![elsewhere.clone()]);
     p.call(
         &Bash,
         json!({"command": format!("cd {}", elsewhere.display())}),

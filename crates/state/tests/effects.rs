@@ -158,6 +158,70 @@ fn fx2_model_changes_are_persisted_and_mirrored_into_bootstrap() {
     assert_eq!(h.rec.settings.writes().len(), 2);
 }
 
+/// A permission update kept in a settings file is saved by the hub, once, from the
+/// state it recorded (issue 10: never by the call path); a settings reload, which only
+/// reads files, saves nothing.
+#[test]
+fn fx6_a_permission_update_is_saved_once_by_the_hub_and_a_reload_saves_nothing() {
+    use strata_protocol::sdk::{
+        PermissionRuleValue, PermissionUpdate, RuleBehaviorName, UpdateDestination,
+    };
+    let h = default_harness();
+    let update = PermissionUpdate::AddRules {
+        rules: vec![PermissionRuleValue {
+            tool_name: "Bash".into(),
+            rule_content: Some("npm test:*".into()),
+        }],
+        behavior: RuleBehaviorName::Allow,
+        destination: UpdateDestination::LocalSettings,
+    };
+    let _ = h.root.update(|s| {
+        let mut ctx = s.tool_permission_context.clone();
+        let edit =
+            strata_state::apply_permission_update(&mut ctx, &update, &|d| d.to_path_buf()).unwrap();
+        ctx.last_settings_edits = Some(edit.into_iter().collect());
+        s.tool_permission_context = ctx;
+    });
+    let edits = h.rec.settings.edits();
+    assert_eq!(edits.len(), 1, "{edits:?}");
+    assert_eq!(edits[0].source, strata_config::SettingsSource::Local);
+    // Later commits (another field, a settings reload) do not save it again.
+    let _ = h.root.update(|s| s.fast_mode = true);
+    let dir = tempfile::tempdir().unwrap();
+    let files = strata_config::SettingsFiles::new(strata_config::SettingsLocations::new(
+        &dir.path().join("cfg"),
+        dir.path(),
+    ));
+    files
+        .set_value(
+            strata_config::SettingsSource::Local,
+            &["permissions", "allow"],
+            Some(serde_json::json!(["Read"])),
+        )
+        .unwrap();
+    let _ = h
+        .root
+        .apply_settings_change(strata_config::SettingsSource::Local, &files.load());
+    assert_eq!(
+        h.rec.settings.edits().len(),
+        1,
+        "a reload is never written back"
+    );
+    let allow: Vec<String> = h
+        .root
+        .get()
+        .tool_permission_context
+        .always_allow_rules
+        .iter()
+        .map(|(_, r)| r.to_string())
+        .collect();
+    assert_eq!(
+        allow,
+        ["Read"],
+        "the local settings' rules are the file's again"
+    );
+}
+
 /// FX-3: the expanded view is persisted only when it differs.
 #[test]
 fn fx3_the_expanded_view_is_written_only_when_the_stored_flags_differ() {
@@ -466,4 +530,58 @@ proptest! {
         prop_assert_eq!(h.rec.remote.patches().len(), external_changes);
         prop_assert_eq!(h.rec.sdk.modes(), raw_changes);
     }
+}
+
+/// The file port applies a settings edit all or nothing, and never writes a file that
+/// does not parse (the user's file is left exactly as it was).
+#[test]
+fn a_settings_edit_is_all_or_nothing_and_never_touches_a_broken_file() {
+    use strata_config::{SettingsFiles, SettingsLocations, SettingsSource};
+    use strata_state::{SettingsEdit, SettingsEditOp, permissions_key};
+    let dir = tempfile::tempdir().unwrap();
+    let files = SettingsFiles::new(SettingsLocations::new(&dir.path().join("cfg"), dir.path()));
+    let local = files.locations().local.clone();
+    std::fs::create_dir_all(local.parent().unwrap()).unwrap();
+    let add = |rule: &str| SettingsEditOp::AddToArray {
+        key: permissions_key("allow"),
+        value: serde_json::json!(rule),
+    };
+    // `ask` holds a string, not a list: the second operation fails, so neither lands.
+    let text = r#"{"permissions": {"ask": "Bash"}}"#;
+    std::fs::write(&local, text).unwrap();
+    let edit = SettingsEdit {
+        source: SettingsSource::Local,
+        ops: vec![
+            add("Read"),
+            SettingsEditOp::AddToArray {
+                key: permissions_key("ask"),
+                value: serde_json::json!("Edit"),
+            },
+        ],
+    };
+    let err = files.apply_settings_edit(&edit).unwrap_err();
+    assert!(err.to_string().contains("local"), "{err}");
+    assert_eq!(std::fs::read_to_string(&local).unwrap(), text);
+
+    let broken = "{\"permissions\": {\"allow\": [\"Read\",]}}";
+    std::fs::write(&local, broken).unwrap();
+    let err = files
+        .apply_settings_edit(&SettingsEdit {
+            source: SettingsSource::Local,
+            ops: vec![add("Glob")],
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("line 1"), "{err}");
+    assert_eq!(std::fs::read_to_string(&local).unwrap(), broken);
+
+    std::fs::write(&local, "{}").unwrap();
+    files
+        .apply_settings_edit(&SettingsEdit {
+            source: SettingsSource::Local,
+            ops: vec![add("Glob"), add("Glob")],
+        })
+        .unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&local).unwrap()).unwrap();
+    assert_eq!(saved["permissions"]["allow"], serde_json::json!(["Glob"]));
 }

@@ -115,10 +115,9 @@ struct Inner {
     tools: ToolRegistry,
     /// The tools' context; each turn clones it with the turn's cancellation.
     tool_context: ToolContext,
-    /// Rules, directories and bypass availability from the settings (live: replaced when
-    /// a settings file changes) and the launch; the mode is read from the app state at
-    /// each check (the store is the authority).
-    permissions: Arc<live_settings::LivePermissions>,
+    /// The session's fixed facts a permission decision reads beside the store's
+    /// permission context (project root, home, protected directories).
+    permission_env: Arc<crate::permissions::PermissionEnv>,
     recorder: Arc<Recorder>,
     /// File history's persistence port (the history itself is the app state's
     /// `file_history` domain).
@@ -137,10 +136,6 @@ struct Inner {
     resumed_interrupted: bool,
     /// The running turn's cancellation, for [`Engine::interrupt`].
     current_turn: Mutex<Option<CancellationToken>>,
-    /// Rules and directories the user added while answering prompts.
-    session_permissions: Mutex<permission_updates::SessionPermissions>,
-    /// The settings files, for permission updates kept beyond the session.
-    settings: strata_config::SettingsFiles,
     /// Held for its lifetime: the settings watcher (UI-7); `None` when it could not start.
     _settings_watcher: Option<strata_config::SettingsWatcher>,
 }
@@ -307,13 +302,20 @@ impl Inner {
     /// control request and a prompt answer's `setMode` both come here.
     pub(crate) fn set_permission_mode(&self, mode: &str) -> Result<(), SetModeError> {
         let requested: PermissionMode = mode.parse()?;
-        let allowed = check_mode_change(requested, self.permissions.bypass())?;
+        // The gate reads bypass availability from the same state the change is made to.
+        let mut outcome = Ok(());
         let _ = self.store.update(|s| {
-            if s.tool_permission_context.mode != allowed {
-                s.tool_permission_context.mode = allowed;
+            let bypass = crate::permissions::bypass_of(&s.tool_permission_context, &s.settings);
+            match check_mode_change(requested, bypass) {
+                Ok(allowed) if s.tool_permission_context.mode != allowed => {
+                    s.tool_permission_context.mode = allowed;
+                    outcome = Ok(());
+                }
+                Ok(_) => outcome = Ok(()),
+                Err(e) => outcome = Err(e),
             }
         });
-        Ok(())
+        Ok(outcome?)
     }
 
     /// What one turn of this session needs (the query loop sees nothing else).
@@ -325,6 +327,7 @@ impl Inner {
             tools: &self.tools,
             tool_context: &self.tool_context,
             host: self,
+            permission_env: &self.permission_env,
             prompter: self.prompter.as_deref(),
             recorder: &self.recorder,
             file_history: &self.file_history,
@@ -351,12 +354,8 @@ impl Inner {
     }
 }
 
-/// The live parts of a turn: rules after settings edits and prompt answers, the model.
+/// The live parts of a turn: prompt answers' permission updates, the model.
 impl TurnHost for Inner {
-    fn effective_permissions(&self) -> crate::permissions::PermissionContext {
-        Inner::effective_permissions(self)
-    }
-
     fn apply_permission_updates(&self, updates: &[Value]) {
         Inner::apply_permission_updates(self, updates);
     }

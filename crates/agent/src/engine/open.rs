@@ -18,11 +18,11 @@ use strata_state::effects::{EffectError, SdkStatusPort};
 use strata_state::{EffectsHub, Ports, RuntimeFacts, SettingsPermissions, default_app_state};
 
 use super::cost;
-use super::live_settings::{self, LivePermissions};
+use super::live_settings;
 use super::record::Recorder;
 use super::tool_services::SessionHooks;
 use super::{EngineOptions, EventSink, Inner, OpenError, ResumeTarget};
-use crate::permissions::{PermissionContext, RuleSet};
+use crate::permissions::{PermissionEnv, initial_mode, launch_rule_errors};
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// Opens the session `options` describe.
@@ -124,34 +124,38 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
 
     // Permissions and tools. A `--disallowedTools` rule that does not parse would deny
     // nothing: the session does not start rather than run what the user meant to forbid.
-    let (_, deny_errors) = RuleSet::from_sources(
-        &SettingsPermissions::default(),
-        &[],
-        &options.permission.disallowed_tools,
-    );
-    if let Some(e) = deny_errors.into_iter().next() {
-        return Err(OpenError::DisallowedRule(e));
+    // The rules themselves live in the app state only (its tool permission context, per
+    // source); here they are checked and the start-up mode is chosen.
+    let launch = &options.permission;
+    let launch_errors = launch_rule_errors(launch);
+    if let Some(e) = launch_errors
+        .iter()
+        .find(|e| e.behavior == strata_state::RuleBehavior::Deny)
+    {
+        return Err(OpenError::DisallowedRule(e.clone()));
     }
-    let (mut permissions, permission_warnings) =
-        PermissionContext::from_launch(&project_root, &merged.settings, &options.permission)?;
-    // The rules filed under the settings file each came from, and the files whose rules
-    // cannot be read, which make every call ask (fail closed, issue 16). The rule
-    // problems are the ones `from_launch` reported.
-    let _reported = permissions.reload_settings(&merged, &options.permission);
+    let initial_mode = initial_mode(launch.flags, launch.mode, &merged.settings)?;
+    let (_, settings_rule_errors) = SettingsPermissions::parse_merged(&merged);
+    let permission_warnings: Vec<String> = settings_rule_errors
+        .iter()
+        .chain(&launch_errors)
+        .map(ToString::to_string)
+        .chain(initial_mode.warning.clone())
+        .collect();
+    warnings.extend(permission_warnings.iter().cloned());
+    let mut permission_env = PermissionEnv::new(&project_root);
     // The config directory this session runs with is protected too (it may differ from
     // the environment's, e.g. in tests and embedders).
-    permissions
+    permission_env
         .protected_dirs
         .push(std::path::absolute(&config_dir).unwrap_or_else(|_| config_dir.clone()));
-    warnings.extend(permission_warnings.iter().cloned());
-    let tools =
-        ToolRegistry::default().filtered(|t| !permissions.rules.denies_tool_entirely(t.name()));
+    let permission_env = Arc::new(permission_env);
 
     // The app state (AS-5) and the root store with its effects hub.
     let flags = options.permission.flags;
     let facts = RuntimeFacts {
         interactive: options.interactive,
-        permission_mode_flag: Some(permissions.mode),
+        permission_mode_flag: Some(initial_mode.mode),
         bypass_permissions_allowed: flags.dangerously_skip_permissions
             || flags.allow_dangerously_skip_permissions,
         avoid_permission_prompts: options.prompter.is_none(),
@@ -190,6 +194,12 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         .handles
         .scope
         .create_root(initial, EffectsHub::new(ports))?;
+    // A tool a whole-tool deny rule names is not offered to the model at all.
+    let tools = {
+        let state = root.store().store().get();
+        let ctx = &state.tool_permission_context;
+        ToolRegistry::default().filtered(|t| !ctx.denies_tool_entirely(t.name()))
+    };
     let session = session_id.to_string();
     root.store()
         .effects()
@@ -233,8 +243,13 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());
-    let working_dirs = Arc::new(Mutex::new(permissions.additional_directories.clone()));
-    tool_context.working_dirs = Arc::clone(&working_dirs);
+    // Bash's `cd` check reads the additional directories where they live: the store.
+    tool_context.working_dirs = {
+        let (store, env) = (store.clone(), Arc::clone(&permission_env));
+        crate::tools::WorkingDirs::new(move || {
+            env.additional_dirs(&store.get().tool_permission_context)
+        })
+    };
     tool_context.env = env;
     // Credential variables (built-in and from settings) stay out of tool processes and
     // out of tool results: crate::secrets.
@@ -249,20 +264,10 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     warnings.extend(secret_warnings);
     tool_context.secrets = secrets;
 
-    // Live settings (UI-7): edits of the settings files reach the store and the rules the
+    // Live settings (UI-7): edits of the settings files reach the store, whose rules the
     // decisions read, for the whole session.
-    let permissions = Arc::new(LivePermissions::new(
-        permissions,
-        options.permission.clone(),
-        working_dirs,
-        permission_warnings,
-    ));
-    let settings_watcher = live_settings::watch(
-        &root,
-        files.clone(),
-        Arc::clone(&permissions),
-        &mut warnings,
-    );
+    let settings_watcher =
+        live_settings::watch(&root, files.clone(), permission_warnings, &mut warnings);
 
     // The settings' model is read from the store at each request (it may change).
     let default_model = options.provider.default_model().map(str::to_owned);
@@ -275,7 +280,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         default_model,
         tools,
         tool_context,
-        permissions,
+        permission_env,
         recorder,
         file_history,
         prompt_uuid,
@@ -288,8 +293,6 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         warnings,
         resumed_interrupted,
         current_turn: Mutex::new(None),
-        session_permissions: Mutex::new(Default::default()),
-        settings: files,
         _settings_watcher: settings_watcher,
     })
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use strata_protocol::permission::PermissionMode;
 
 use super::matching::{CommandLine, ResolvedPath, compile_path_pattern, is_inside, is_protected};
-use super::{PermissionContext, PermissionDecision};
+use super::{PermissionDecision, Permissions};
 use crate::tools::bash::analysis::Unknown;
 use crate::tools::bash::analysis::writes::writes;
 use crate::tools::{PermissionSubject, Tool};
@@ -55,7 +55,7 @@ struct BashWrites {
     unknown: Option<String>,
 }
 
-impl PermissionContext {
+impl Permissions<'_> {
     /// Decides whether `tool` may run with `input`, given the working directory `cwd`
     /// (relative paths in the input are resolved against it).
     pub fn check(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> PermissionDecision {
@@ -105,14 +105,14 @@ impl PermissionContext {
         let protected = call.protected.is_some()
             || call.bash.protected.is_some()
             || (call.bash.unknown.is_some() && self.allowed_by_rules(&call));
-        if self.mode == PermissionMode::DontAsk {
+        if self.state.mode == PermissionMode::DontAsk {
             PermissionDecision::Deny {
                 reason: format!(
                     "{ask_reason}. Permission mode dontAsk denies anything that would need \
                      approval."
                 ),
             }
-        } else if self.should_avoid_prompts && protected {
+        } else if self.state.should_avoid_permission_prompts && protected {
             PermissionDecision::Deny {
                 reason: format!(
                     "{ask_reason}, and no permission prompt can be shown here, so it was denied \
@@ -121,7 +121,7 @@ impl PermissionContext {
                      bypassPermissions mode."
                 ),
             }
-        } else if self.should_avoid_prompts {
+        } else if self.state.should_avoid_permission_prompts {
             PermissionDecision::Deny {
                 reason: format!(
                     "{ask_reason}, and no permission prompt can be shown here, so it was denied \
@@ -158,7 +158,7 @@ impl PermissionContext {
                 ),
             });
         }
-        if self.mode == PermissionMode::Plan && !call.read_only {
+        if self.state.mode == PermissionMode::Plan && !call.read_only {
             return Ok(PermissionDecision::Deny {
                 reason: format!(
                     "{} was denied: plan mode allows only read-only tools. Finish the plan and \
@@ -189,7 +189,9 @@ impl PermissionContext {
                 unknown.why
             ));
         }
-        if self.mode == PermissionMode::BypassPermissions && self.bypass.is_available() {
+        if self.state.mode == PermissionMode::BypassPermissions
+            && self.state.is_bypass_permissions_mode_available
+        {
             return Ok(PermissionDecision::Allow);
         }
         // Before allow rules and accept-edits: a write that changes what the agent, git
@@ -233,7 +235,10 @@ impl PermissionContext {
             return Ok(PermissionDecision::Allow);
         }
         // Protected paths were sent to the prompt above.
-        if self.mode == PermissionMode::AcceptEdits && call.class == Class::EditsPath && inside {
+        if self.state.mode == PermissionMode::AcceptEdits
+            && call.class == Class::EditsPath
+            && inside
+        {
             return Ok(PermissionDecision::Allow);
         }
         let where_ = match &call.subject {
@@ -246,10 +251,10 @@ impl PermissionContext {
     /// Whether a write to `path` is a protected one ([`is_protected`] with this
     /// context's working directories and config directories): what the path configures.
     pub(crate) fn protected(&self, path: &ResolvedPath) -> Option<&'static str> {
-        let roots: Vec<&Path> = std::iter::once(self.project_root.as_path())
-            .chain(self.additional_directories.iter().map(PathBuf::as_path))
+        let roots: Vec<&Path> = std::iter::once(self.env.project_root.as_path())
+            .chain(self.additional.iter().map(PathBuf::as_path))
             .collect();
-        is_protected(path, &roots, &self.protected_dirs)
+        is_protected(path, &roots, &self.env.protected_dirs)
     }
 
     /// Whether writing the file at `path` (relative paths against `cwd`, a leading `~/`
@@ -270,7 +275,7 @@ impl PermissionContext {
     /// [`protected_write`](Self::protected_write)'s judgement: the path (absolute,
     /// normalised) and what it configures.
     fn protected_target(&self, path: &Path, cwd: &Path) -> Option<(PathBuf, &'static str)> {
-        let expanded = match (path.strip_prefix("~"), &self.home) {
+        let expanded = match (path.strip_prefix("~"), &self.env.home) {
             (Ok(rest), Some(home)) => home.join(rest),
             _ => path.to_path_buf(),
         };
@@ -308,11 +313,8 @@ impl PermissionContext {
     }
 
     fn inside_working_dirs(&self, path: &ResolvedPath) -> bool {
-        is_inside(path, &self.project_root)
-            || self
-                .additional_directories
-                .iter()
-                .any(|d| is_inside(path, d))
+        is_inside(path, &self.env.project_root)
+            || self.additional.iter().any(|d| is_inside(path, d))
     }
 
     /// Whether a rule names this call's tool, directly or through the file aliases.
@@ -329,7 +331,7 @@ impl PermissionContext {
         behavior: RuleBehavior,
         call: &Call<'_>,
     ) -> Option<(RuleSource, &PermissionRule)> {
-        self.rules.list(behavior).iter().find(|(_, rule)| {
+        self.state.rules(behavior).iter().find(|(_, rule)| {
             if !self.names(rule, call) {
                 return false;
             }
@@ -358,8 +360,8 @@ impl PermissionContext {
         };
         let unknown = line.unknown()?;
         let (source, rule) = self
-            .rules
-            .list(behavior)
+            .state
+            .rules(behavior)
             .iter()
             .find(|(_, rule)| rule.content.is_some() && self.names(rule, call))?;
         Some((source, rule, unknown))
@@ -369,8 +371,8 @@ impl PermissionContext {
     /// rule for the whole line), or for paths every form matching.
     fn allowed_by_rules(&self, call: &Call<'_>) -> bool {
         let rules: Vec<&PermissionRule> = self
-            .rules
-            .allow
+            .state
+            .always_allow_rules
             .iter()
             .map(|(_, r)| r)
             .filter(|r| self.names(r, call))
@@ -453,12 +455,34 @@ impl PermissionContext {
         combine: impl Fn(&[bool]) -> bool,
         on_error: bool,
     ) -> bool {
-        match compile_path_pattern(pattern, &self.project_root, self.home.as_deref()) {
+        match compile_path_pattern(pattern, &self.env.project_root, self.env.home.as_deref()) {
             Ok(set) => combine(&path.forms().map(|f| set.is_match(f))),
             Err(err) => {
                 tracing::warn!(pattern, %err, "permission rule pattern does not compile");
                 on_error
             }
         }
+    }
+
+    /// The decision while a settings file's rules are unknown (`None` when every file's
+    /// rules are known): deny where no one can be asked (dontAsk, no prompt channel),
+    /// else ask. The reason names the file, line and column.
+    fn unknown_rules_decision(&self, describe: &str) -> Option<Result<PermissionDecision, String>> {
+        let unknown = self.state.unknown_settings_rules.front()?;
+        let reason = format!(
+            "{describe} requires approval: the permission rules of the settings file {} \
+             cannot be read ({unknown}), so strata cannot know whether they deny it; fix the \
+             file, then strata reads it again",
+            unknown.file
+        );
+        if self.state.should_avoid_permission_prompts || self.state.mode == PermissionMode::DontAsk
+        {
+            return Some(Ok(PermissionDecision::Deny {
+                reason: format!(
+                    "{reason}. No permission prompt can be shown here, so it was denied."
+                ),
+            }));
+        }
+        Some(Err(reason))
     }
 }

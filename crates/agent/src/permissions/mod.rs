@@ -1,17 +1,22 @@
 //! Permission modes, rules and decisions for tool calls.
 //!
-//! Every tool call is checked before it runs: [`PermissionContext::check`] looks at the
-//! mode, the rules and what the call touches ([`Tool::permission_subject`]) and returns
-//! a [`PermissionDecision`]: run it, refuse it (with a reason the model reads), or ask
-//! the user. The order, from strongest:
+//! Every tool call is checked before it runs: [`Permissions::check`] looks at the mode,
+//! the rules and what the call touches ([`Tool::permission_subject`]) and returns a
+//! [`PermissionDecision`]: run it, refuse it (with a reason the model reads), or ask the
+//! user. Mode, rules (filed under their sources), directories and bypass availability
+//! come from one snapshot of the app state's [`ToolPermissionContext`] — the only
+//! permission model: rules a prompt answer adds are store updates
+//! (`engine::permission_updates`), settings reloads are store updates (UI-7), and the
+//! settings file a rule is kept in is written by the effects hub. The session's fixed
+//! facts (project root, home, protected directories) are a [`PermissionEnv`]. The order,
+//! from strongest:
 //!
 //! 1. a matching **deny** rule refuses (in every mode); so does any deny rule that
 //!    names a Bash command when a command's program cannot be known before it runs
 //!    (`$X x`, `eval "$S"`, `echo … | sh`: it may be the denied one);
 //! 2. in **plan** mode, a call that is not read-only is refused;
-//! 3. while a settings file's rules cannot be read ([`RuleSet::unknown`], filled for
-//!    a tool call from the app state's `ToolPermissionContext::unknown_settings_rules`),
-//!    every call asks (also in bypass mode; denied where no one can be asked);
+//! 3. while a settings file's rules cannot be read
+//!    (`ToolPermissionContext::unknown_settings_rules`), every call asks (also in bypass mode; denied where no one can be asked);
 //! 4. a matching **ask** rule asks (also in bypass mode), and so does any ask rule
 //!    that names a Bash command for a command whose program is unknown;
 //! 5. **bypassPermissions** (when available) allows;
@@ -31,7 +36,7 @@
 //! 10. everything else asks.
 //!
 //! An "ask" becomes a deny in **dontAsk** mode and when prompts must be avoided
-//! (`should_avoid_prompts`: an asynchronous sub-agent, SA-4, or headless mode without a
+//! (`should_avoid_permission_prompts`: an asynchronous sub-agent, SA-4, or headless mode without a
 //! prompt channel); the reason says so. The query loop counts denials in a
 //! [`DenialTracking`] and uses its message for the tool result.
 //!
@@ -44,25 +49,22 @@ mod decide;
 mod denials;
 pub(crate) mod matching;
 mod mode;
-mod rules;
 mod suggest;
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
+use serde_json::Value;
 use strata_protocol::permission::PermissionMode;
 use strata_protocol::settings::Settings;
+use strata_state::{RuleBehavior, RuleError, RuleSource, ToolPermissionContext, split_rule_list};
 
 pub use self::denials::{DenialTracking, MAX_CONSECUTIVE_DENIALS, MAX_TOTAL_DENIALS};
 pub use self::mode::{
     BypassAvailability, InitialMode, LaunchFlags, ModeError, check_mode_change,
     enforce_bypass_availability, initial_mode, next_mode,
 };
-pub use self::rules::RuleSet;
 pub use self::suggest::suggestions;
-#[cfg(doc)]
-use crate::tools::Tool;
-use crate::tools::ToolOutput;
+use crate::tools::{Tool, ToolOutput};
 
 /// What to do with a tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,24 +90,16 @@ impl PermissionDecision {
     }
 }
 
-/// Everything a permission decision depends on besides the call itself. The app state
-/// holds one (its permissions domain); cloning is cheap.
+/// The facts of the session a decision reads besides the app state: the project root
+/// ("inside the project"), the home directory (`~/` patterns) and the directories every
+/// file of which is protected. They do not change while a session runs, so they are not
+/// state; everything that does (mode, rules, directories, bypass availability, whether
+/// prompts can be shown) is read from one snapshot of the store's
+/// [`ToolPermissionContext`], the only permission model (issue 10).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PermissionContext {
-    /// The current mode.
-    pub mode: PermissionMode,
-    /// The rules from settings and the command line.
-    pub rules: Arc<RuleSet>,
-    /// The project root ("inside the project").
+pub struct PermissionEnv {
+    /// The project root.
     pub project_root: PathBuf,
-    /// More directories that count as inside (settings `additionalDirectories`,
-    /// `--add-dir`), absolute.
-    pub additional_directories: Vec<PathBuf>,
-    /// Whether `bypassPermissions` may be used.
-    pub bypass: BypassAvailability,
-    /// No prompt can be shown: what would ask is denied instead (SA-4, headless
-    /// without a prompt channel).
-    pub should_avoid_prompts: bool,
     /// The home directory, for `~/` patterns (from the environment by default).
     pub home: Option<PathBuf>,
     /// Directories every file of which is protected wherever they are (writes always
@@ -115,85 +109,104 @@ pub struct PermissionContext {
     pub protected_dirs: Vec<PathBuf>,
 }
 
-impl PermissionContext {
-    /// A context for `project_root` in `default` mode with no rules.
+impl PermissionEnv {
+    /// The facts for `project_root`, the home and protected directories from the
+    /// environment.
     pub fn new(project_root: impl Into<PathBuf>) -> Self {
         Self {
-            mode: PermissionMode::Default,
-            rules: Arc::new(RuleSet::default()),
             project_root: project_root.into(),
-            additional_directories: Vec::new(),
-            bypass: BypassAvailability::default(),
-            should_avoid_prompts: false,
             home: std::env::home_dir(),
             protected_dirs: default_protected_dirs(),
         }
     }
 
-    /// The context a session starts with: rules from the merged `settings` and the
-    /// command line, additional directories (settings first, then `--add-dir`,
-    /// relative ones resolved against the project root, `~/` against home), bypass
-    /// availability and the start-up mode ([`initial_mode`]). Returns the rules that
-    /// did not parse and mode warnings next to the context; fails only when the
-    /// command line asked for a mode that is not allowed.
-    pub fn from_launch(
-        project_root: impl Into<PathBuf>,
-        settings: &Settings,
-        launch: &PermissionLaunch,
-    ) -> Result<(Self, Vec<String>), ModeError> {
-        let project_root = project_root.into();
-        let initial = initial_mode(launch.flags, launch.mode, settings)?;
-        let permissions = settings.permissions.as_ref();
-        let (by_source, mut rule_errors) = rules::unattributed(settings);
-        let (rules, flag_errors) =
-            RuleSet::from_sources(&by_source, &launch.allowed_tools, &launch.disallowed_tools);
-        rule_errors.extend(flag_errors);
-        let mut ctx = Self::new(project_root);
-        let dirs: Vec<String> = permissions
-            .and_then(|p| p.additional_directories.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .chain(launch.add_dirs.iter().cloned())
-            .collect();
-        ctx.additional_directories = dirs.iter().map(|d| ctx.absolute_dir(d)).collect();
-        ctx.rules = Arc::new(rules);
-        ctx.bypass = BypassAvailability::new(launch.flags, settings);
-        ctx.mode = initial.mode;
-        let mut warnings: Vec<String> = rule_errors.iter().map(ToString::to_string).collect();
-        warnings.extend(initial.warning);
-        Ok((ctx, warnings))
-    }
-
-    pub(crate) fn absolute_dir(&self, dir: &str) -> PathBuf {
-        let path = match (dir.strip_prefix("~/"), &self.home) {
-            (Some(rest), Some(home)) => home.join(rest),
+    /// A directory of the settings or the command line made absolute: `~/` against the
+    /// home directory, a relative one against the project root, normalised.
+    pub fn absolute_dir(&self, dir: &Path) -> PathBuf {
+        let path = match (dir.strip_prefix("~"), &self.home) {
+            (Ok(rest), Some(home)) => home.join(rest),
             _ => self.project_root.join(dir),
         };
         crate::tools::files_normalize(&path)
     }
 
-    /// Switches mode through the one gate ([`check_mode_change`]); on error the mode
-    /// is unchanged.
-    pub fn set_mode(&mut self, requested: PermissionMode) -> Result<(), ModeError> {
-        self.mode = check_mode_change(requested, self.bypass)?;
-        Ok(())
+    /// The additional working directories of `state`, absolute, in the state's order.
+    pub fn additional_dirs(&self, state: &ToolPermissionContext) -> Vec<PathBuf> {
+        state
+            .additional_working_directories
+            .keys()
+            .map(|d| self.absolute_dir(d))
+            .collect()
+    }
+
+    /// The decision view of one store snapshot.
+    pub fn view<'a>(&'a self, state: &'a ToolPermissionContext) -> Permissions<'a> {
+        Permissions {
+            state,
+            env: self,
+            additional: self.additional_dirs(state),
+        }
+    }
+
+    /// Decides whether `tool` may run with `input` in the state `state` (see
+    /// [`Permissions::check`]).
+    pub fn check(
+        &self,
+        state: &ToolPermissionContext,
+        tool: &dyn Tool,
+        input: &Value,
+        cwd: &Path,
+    ) -> PermissionDecision {
+        self.view(state).check(tool, input, cwd)
     }
 }
 
-/// strata's config directory (`$STRATA_CONFIG_DIR`, else `~/.strata`) and the reference
-/// agent's (`$CLAUDE_CONFIG_DIR`, else `~/.claude`), made absolute.
-fn default_protected_dirs() -> Vec<PathBuf> {
-    let home = std::env::home_dir();
-    let reference = match std::env::var_os("CLAUDE_CONFIG_DIR") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => home.map(|h| h.join(".claude")),
-    };
-    strata_config::paths::config_dir()
-        .ok()
-        .into_iter()
-        .chain(reference)
-        .map(|d| std::path::absolute(&d).unwrap_or(d))
-        .collect()
+/// What one decision reads: a snapshot of the store's permission context and the
+/// session's [`PermissionEnv`], with the additional directories made absolute once.
+#[derive(Debug, Clone)]
+pub struct Permissions<'a> {
+    state: &'a ToolPermissionContext,
+    env: &'a PermissionEnv,
+    additional: Vec<PathBuf>,
+}
+
+impl Permissions<'_> {
+    /// The store's permission context this view reads.
+    pub fn state(&self) -> &ToolPermissionContext {
+        self.state
+    }
+
+    /// The additional working directories, absolute.
+    pub fn additional_dirs(&self) -> &[PathBuf] {
+        &self.additional
+    }
+}
+
+/// How `bypassPermissions` stands in `state` whose settings are `settings`, for the mode
+/// gate ([`check_mode_change`]).
+pub fn bypass_of(state: &ToolPermissionContext, settings: &Settings) -> BypassAvailability {
+    BypassAvailability::from_parts(
+        state.is_bypass_permissions_mode_available,
+        settings.bypass_permissions_disabled(),
+    )
+}
+
+/// The `--allowedTools` / `--disallowedTools` entries that do not parse (each entry may
+/// hold several rules, see [`split_rule_list`]). The rules that do are filed under
+/// [`RuleSource::CliArg`] in the app state (`default_app_state`).
+pub fn launch_rule_errors(launch: &PermissionLaunch) -> Vec<RuleError> {
+    let mut errors = Vec::new();
+    for (values, behavior) in [
+        (&launch.allowed_tools, RuleBehavior::Allow),
+        (&launch.disallowed_tools, RuleBehavior::Deny),
+    ] {
+        for text in values.iter().flat_map(|s| split_rule_list(s)) {
+            if let Err(e) = RuleError::parse(&text, RuleSource::CliArg, behavior) {
+                errors.push(e);
+            }
+        }
+    }
+    errors
 }
 
 /// What the command line says about permissions.
@@ -215,4 +228,20 @@ pub struct PermissionLaunch {
 /// once `tracking` (already updated with this denial) reached its limit.
 pub fn denial_output(reason: &str, tracking: DenialTracking) -> ToolOutput {
     ToolOutput::error(tracking.denial_message(reason))
+}
+
+/// strata's config directory (`$STRATA_CONFIG_DIR`, else `~/.strata`) and the reference
+/// agent's (`$CLAUDE_CONFIG_DIR`, else `~/.claude`), made absolute.
+fn default_protected_dirs() -> Vec<PathBuf> {
+    let home = std::env::home_dir();
+    let reference = match std::env::var_os("CLAUDE_CONFIG_DIR") {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ => home.map(|h| h.join(".claude")),
+    };
+    strata_config::paths::config_dir()
+        .ok()
+        .into_iter()
+        .chain(reference)
+        .map(|d| std::path::absolute(&d).unwrap_or(d))
+        .collect()
 }

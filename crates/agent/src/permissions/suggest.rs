@@ -22,7 +22,7 @@ use strata_protocol::sdk::{
 
 use std::path::{Path, PathBuf};
 
-use super::PermissionContext;
+use super::Permissions;
 use super::matching::{ResolvedPath, is_inside};
 use crate::tools::bash::analysis::analyze_parts;
 use crate::tools::bash::shell::split_command;
@@ -39,7 +39,7 @@ const TOO_BROAD: [&str; 22] = [
 pub fn suggestions(
     tool: &dyn Tool,
     input: &Value,
-    permissions: &PermissionContext,
+    permissions: &Permissions<'_>,
     cwd: &Path,
 ) -> Vec<PermissionUpdate> {
     let rule = |rule_content: Option<String>, destination| PermissionUpdate::AddRules {
@@ -77,13 +77,8 @@ pub fn suggestions(
         }
         Some(PermissionSubject::Path(p)) if !tool.is_read_only(input) => {
             let resolved = ResolvedPath::new(&p, cwd);
-            let roots: Vec<&Path> = std::iter::once(permissions.project_root.as_path())
-                .chain(
-                    permissions
-                        .additional_directories
-                        .iter()
-                        .map(PathBuf::as_path),
-                )
+            let roots: Vec<&Path> = std::iter::once(permissions.env.project_root.as_path())
+                .chain(permissions.additional.iter().map(PathBuf::as_path))
                 .collect();
             if permissions.protected(&resolved).is_some() {
                 // Asked every time: no rule or mode would cover it.
@@ -119,9 +114,11 @@ mod tests {
 
     #[test]
     fn suggestions_fit_the_call() {
-        let ctx = PermissionContext::new("/p");
+        let env = crate::permissions::PermissionEnv::new("/p");
+        let state = strata_state::ToolPermissionContext::default();
+        let view = env.view(&state);
         let cwd = Path::new("/p");
-        let s = |tool: &dyn Tool, input: Value| suggestions(tool, &input, &ctx, cwd);
+        let s = |tool: &dyn Tool, input: Value| suggestions(tool, &input, &view, cwd);
         assert_eq!(
             rule(&s(&Bash, json!({"command": "npm test -- --watch"}))).as_deref(),
             Some("Bash(npm:*)")

@@ -95,22 +95,13 @@ async fn clear(
         )));
     };
     tool.validate(&tool_use.input)?;
+    // One snapshot of the store's permission context: mode, rules, directories, bypass
+    // and the settings files whose rules cannot be read (fail closed).
     let state = inner.store.get();
-    let mut permissions = inner.effective_permissions();
-    permissions.mode = state.tool_permission_context.mode;
-    permissions.should_avoid_prompts = state
-        .tool_permission_context
-        .should_avoid_permission_prompts
-        || inner.prompter.is_none();
-    // Fail closed from the store's snapshot: the settings files whose rules cannot be
-    // read now (the settings watcher files them there on every reload).
-    std::sync::Arc::make_mut(&mut permissions.rules).unknown = state
-        .tool_permission_context
-        .unknown_settings_rules
-        .iter()
-        .cloned()
-        .collect();
+    let mut ctx = state.tool_permission_context.clone();
     drop(state);
+    ctx.should_avoid_permission_prompts |= inner.prompter.is_none();
+    let permissions = inner.permission_env.view(&ctx);
     let mut input = tool_use.input.clone();
     let decision = permissions.check(tool.as_ref(), &input, &inner.tool_context.cwd());
     let denied = match decision {

@@ -3,9 +3,10 @@
 //!
 //! The engine builds one per prompt from the session it holds and passes it to
 //! [`run_turn`](super::run_turn); the loop never sees the engine, so the two do not
-//! import each other. What a turn needs that the engine computes live (the permission
-//! rules after settings edits and prompt answers, the model after `set_model` or a
-//! settings change) it asks through [`TurnHost`].
+//! import each other. Permission decisions read the store's permission context and the
+//! session's [`PermissionEnv`]; what the engine does for a turn (applying a prompt
+//! answer's permission updates, choosing the model after `set_model` or a settings
+//! change) it asks through [`TurnHost`].
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -16,16 +17,13 @@ use strata_state::AppState;
 use strata_store::Store;
 
 use super::ports::{EventSink, PermissionPrompter};
-use crate::permissions::PermissionContext;
+use crate::permissions::PermissionEnv;
 use crate::provider::Provider;
 use crate::record::Recorder;
 use crate::tools::{ToolContext, ToolRegistry};
 
 /// What the session computes live for a turn.
 pub(crate) trait TurnHost: Send + Sync {
-    /// The rules, directories and bypass availability a decision reads now (settings as
-    /// they are, plus what the session added); the mode is read from the store.
-    fn effective_permissions(&self) -> PermissionContext;
     /// Applies the permission updates a prompt answer carried back.
     fn apply_permission_updates(&self, updates: &[Value]);
     /// The model of the next request.
@@ -42,8 +40,10 @@ pub(crate) struct TurnContext<'a> {
     pub(crate) tools: &'a ToolRegistry,
     /// The tools' context; each turn clones it with the turn's cancellation.
     pub(crate) tool_context: &'a ToolContext,
-    /// The live permission rules and model.
+    /// Permission updates and the model.
     pub(crate) host: &'a dyn TurnHost,
+    /// The fixed facts a permission decision reads beside the store.
+    pub(crate) permission_env: &'a PermissionEnv,
     /// Who answers permission prompts; `None`: calls that need one are denied.
     pub(crate) prompter: Option<&'a dyn PermissionPrompter>,
     pub(crate) recorder: &'a Recorder,
@@ -58,11 +58,6 @@ pub(crate) struct TurnContext<'a> {
 }
 
 impl TurnContext<'_> {
-    /// See [`TurnHost::effective_permissions`].
-    pub(crate) fn effective_permissions(&self) -> PermissionContext {
-        self.host.effective_permissions()
-    }
-
     /// See [`TurnHost::apply_permission_updates`].
     pub(crate) fn apply_permission_updates(&self, updates: &[Value]) {
         self.host.apply_permission_updates(updates);

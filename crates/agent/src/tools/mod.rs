@@ -152,6 +152,40 @@ impl ToolOutput {
     }
 }
 
+/// The additional working directories as they are now: a reader of where they live (the
+/// session's app state), not a copy, so there is one set of them (issue 10).
+#[derive(Clone)]
+pub struct WorkingDirs(Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>);
+
+impl WorkingDirs {
+    /// Directories read by `read` at each use.
+    pub fn new(read: impl Fn() -> Vec<PathBuf> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(read))
+    }
+
+    /// A fixed set (tools run without a session, tests).
+    pub fn fixed(dirs: Vec<PathBuf>) -> Self {
+        Self::new(move || dirs.clone())
+    }
+
+    /// The directories now, absolute.
+    pub fn get(&self) -> Vec<PathBuf> {
+        (self.0)()
+    }
+}
+
+impl Default for WorkingDirs {
+    fn default() -> Self {
+        Self::fixed(Vec::new())
+    }
+}
+
+impl fmt::Debug for WorkingDirs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("WorkingDirs").field(&self.get()).finish()
+    }
+}
+
 /// What tools may touch. Cheap to clone (shared parts are behind `Arc`s).
 ///
 /// Build one with [`ToolContext::new`] (a fresh session) and adjust the public fields;
@@ -164,9 +198,10 @@ pub struct ToolContext {
     /// The project root (for "inside the project" checks and relative paths).
     pub project_root: PathBuf,
     /// Directories outside the project a `cd` may stay in (the additional working
-    /// directories, shared: ones added during the session count at once); a `cd`
-    /// anywhere else is undone after the command.
-    pub working_dirs: Arc<Mutex<Vec<PathBuf>>>,
+    /// directories, read where they live — the app state — at each use, so ones added
+    /// during the session count at once); a `cd` anywhere else is undone after the
+    /// command.
+    pub working_dirs: WorkingDirs,
     /// Cancelled when the turn is interrupted: long calls must stop promptly.
     pub cancel: CancellationToken,
     /// Environment variables applied to spawned processes on top of strata's own: the
@@ -197,7 +232,7 @@ impl ToolContext {
         Self {
             cwd: Arc::new(Mutex::new(project_root.clone())),
             project_root,
-            working_dirs: Arc::default(),
+            working_dirs: WorkingDirs::default(),
             cancel: CancellationToken::new(),
             env: EnvOverlay::default(),
             hooks,

@@ -7,10 +7,41 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use strata_agent::permissions::{PermissionContext, PermissionDecision, RuleSet};
+use strata_agent::permissions::{PermissionDecision, PermissionEnv};
 use strata_agent::tools::Tool;
 use strata_protocol::permission::PermissionMode;
-use strata_state::{RuleSource, SettingsPermissions};
+use strata_state::{RuleSource, SettingsPermissions, ToolPermissionContext};
+
+/// What a decision reads: the store's permission context (built by hand here, as a
+/// store snapshot would hold it) and the session's fixed facts.
+#[derive(Debug, Clone)]
+pub(crate) struct Ctx {
+    pub(crate) state: ToolPermissionContext,
+    pub(crate) env: PermissionEnv,
+}
+
+impl Ctx {
+    /// A context for `root` in `default` mode with no rules.
+    pub(crate) fn new(root: &Path) -> Self {
+        Self {
+            state: ToolPermissionContext::default(),
+            env: PermissionEnv::new(root),
+        }
+    }
+
+    pub(crate) fn check(&self, tool: &dyn Tool, input: &Value, cwd: &Path) -> PermissionDecision {
+        self.env.check(&self.state, tool, input, cwd)
+    }
+
+    pub(crate) fn protected_write(&self, path: &Path, cwd: &Path) -> Option<String> {
+        self.env.view(&self.state).protected_write(path, cwd)
+    }
+
+    /// `bypassPermissions` may be entered (launched with the flag, not disabled).
+    pub(crate) fn bypass_available(&mut self, available: bool) {
+        self.state.is_bypass_permissions_mode_available = available;
+    }
+}
 
 /// What a row expects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +81,7 @@ pub(crate) fn ctx(
     allow: &[&str],
     deny: &[&str],
     ask: &[&str],
-) -> PermissionContext {
+) -> Ctx {
     let settings: strata_protocol::settings::Settings = serde_json::from_value(json!({
         "permissions": {"allow": allow, "deny": deny, "ask": ask}
     }))
@@ -58,13 +89,13 @@ pub(crate) fn ctx(
     let (by_source, errors) =
         SettingsPermissions::parse_settings(&settings, RuleSource::LocalSettings);
     assert!(errors.is_empty(), "{errors:?}");
-    let (rules, errors) = RuleSet::from_sources(&by_source, &[], &[]);
-    assert!(errors.is_empty(), "{errors:?}");
-    let mut c = PermissionContext::new(&e.root);
-    c.mode = mode;
-    c.rules = Arc::new(rules);
-    c.additional_directories = vec![e.extra.clone()];
-    c.home = Some(e.home.clone());
+    let mut c = Ctx::new(&e.root);
+    c.state = c.state.with_settings_permissions(&by_source);
+    c.state.mode = mode;
+    c.state
+        .additional_working_directories
+        .insert(Arc::from(e.extra.as_path()), RuleSource::CliArg);
+    c.env.home = Some(e.home.clone());
     c
 }
 

@@ -24,9 +24,11 @@ mod file_history;
 mod mcp;
 mod other;
 mod permission_rules;
+mod permission_updates;
 mod permissions;
 mod remote;
 mod runtime;
+mod settings_edit;
 mod speculation;
 mod ui;
 
@@ -50,6 +52,10 @@ pub use other::{
     TeamContext, Teammate, TodoItem, TodoStatus, Todos,
 };
 pub use permission_rules::{PermissionRule, RuleBehavior, RuleError, split_rule_list};
+pub use permission_updates::{
+    PermissionUpdateError, apply_permission_update, default_mode_edit, destination_file,
+    destination_source,
+};
 pub use permissions::{
     DenialTracking, MAX_CONSECUTIVE_DENIALS, MAX_TOTAL_DENIALS, RuleSource, RulesBySource,
     SettingsPermissions, ToolPermissionContext,
@@ -59,6 +65,7 @@ pub use runtime::{
     CredentialCache, CredentialCaches, EnvOverlay, McpConnection, McpConnections, PluginInstance,
     PluginInstances, Runtime, SpeculationControl,
 };
+pub use settings_edit::{SettingsEdit, SettingsEditOp, permissions_key};
 pub use speculation::{ActiveSpeculation, PromptSuggestion, Speculation, SpeculationBoundary};
 pub use ui::{
     ElicitationRequest, ExpandedView, FooterItem, Notification, NotificationPriority,

@@ -15,6 +15,7 @@ use strata_protocol::permission::PermissionMode;
 use strata_protocol::settings::Settings;
 
 use super::permission_rules::{PermissionRule, RuleBehavior, RuleError};
+use super::settings_edit::SettingsEdit;
 
 /// Where a permission rule or an additional directory came from. The order is the order
 /// rules are listed in (settings sources by precedence, then session sources).
@@ -267,9 +268,39 @@ pub struct ToolPermissionContext {
     /// deny rules might name any call: a decision fails closed (asks, or denies where no
     /// one can be asked). Replaced with the settings on every reload.
     pub unknown_settings_rules: imbl::Vector<UnknownPermissions>,
+    /// The settings-file edits the last permission update asked for (a rule kept "in
+    /// local settings"), persisted once, in order, by the effects hub when a new batch
+    /// appears here (compared by pointer). See [`SettingsEdit`].
+    pub last_settings_edits: Option<Arc<[SettingsEdit]>>,
 }
 
 impl ToolPermissionContext {
+    /// The rules of one behaviour, every source.
+    pub fn rules(&self, behavior: RuleBehavior) -> &RulesBySource {
+        match behavior {
+            RuleBehavior::Allow => &self.always_allow_rules,
+            RuleBehavior::Deny => &self.always_deny_rules,
+            RuleBehavior::Ask => &self.always_ask_rules,
+        }
+    }
+
+    /// The rules of one behaviour, to change (in an updater's copy of the state).
+    pub fn rules_mut(&mut self, behavior: RuleBehavior) -> &mut RulesBySource {
+        match behavior {
+            RuleBehavior::Allow => &mut self.always_allow_rules,
+            RuleBehavior::Deny => &mut self.always_deny_rules,
+            RuleBehavior::Ask => &mut self.always_ask_rules,
+        }
+    }
+
+    /// Whether a pattern-less deny rule removes `tool` entirely: such a tool is not
+    /// offered to the model at all.
+    pub fn denies_tool_entirely(&self, tool: &str) -> bool {
+        self.always_deny_rules
+            .iter()
+            .any(|(_, r)| r.content.is_none() && r.names_tool(tool))
+    }
+
     /// This context with its settings-file rules and directories replaced by `settings`
     /// (session, command-line and command rules kept).
     pub fn with_settings_permissions(&self, settings: &SettingsPermissions) -> Self {

@@ -13,14 +13,14 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use serde_json::Value;
 use strata_bootstrap::Bootstrap;
-use strata_config::{GlobalConfigFile, SettingsFiles, SettingsSource};
+use strata_config::{GlobalConfigFile, SettingsFiles, SettingsSource, keypath};
 use strata_protocol::global_config::GlobalConfig;
 
 use super::ports::{
     BootstrapPort, CredentialCachePort, EffectError, EnvironmentPort, GlobalConfigPort,
     SettingsWriter,
 };
-use crate::app_state::{CredentialCaches, EnvOverlay};
+use crate::app_state::{CredentialCaches, EnvOverlay, SettingsEdit, SettingsEditOp};
 
 /// FX-2 writes the user settings file (`<config>/settings.json`), as the reference agent
 /// does: the model is the user's choice across projects.
@@ -29,6 +29,37 @@ impl SettingsWriter for SettingsFiles {
         let value = model.map(|m| Value::String(m.to_owned()));
         self.set_value(SettingsSource::User, &["model"], value)?;
         Ok(())
+    }
+
+    /// One locked read-modify-write of the edit's file; a file that does not parse is not
+    /// written (the error names its line and column). An operation on a key that holds
+    /// something else than an array (a hand-edited `"allow": "Read"`) fails the edit.
+    fn apply_settings_edit(&self, edit: &SettingsEdit) -> Result<(), EffectError> {
+        let outcome = self.update(edit.source, |doc| {
+            // All or nothing: the operations run on a copy that replaces the document
+            // only when every one of them succeeded.
+            let mut next = doc.clone();
+            for op in &edit.ops {
+                let result = match op {
+                    SettingsEditOp::AddToArray { key, value } => {
+                        keypath::add_to_array(&mut next, key, value.clone()).map(drop)
+                    }
+                    SettingsEditOp::RemoveFromArray { key, value } => {
+                        keypath::remove_from_array(&mut next, key, value).map(drop)
+                    }
+                    SettingsEditOp::Set { key, value } => {
+                        keypath::set(&mut next, key, value.clone())
+                    }
+                };
+                result?;
+            }
+            *doc = next;
+            Ok::<(), keypath::KeyPathError>(())
+        })?;
+        outcome.value.map_err(|e| EffectError::Port {
+            port: "settings",
+            message: format!("the {} settings were not changed: {e}", edit.source),
+        })
     }
 }
 

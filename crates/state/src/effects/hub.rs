@@ -107,6 +107,30 @@ impl EffectsHub {
         self.verbose(new, old);
         self.settings(new, old);
         self.file_history(new, old);
+        self.settings_edit(new, old);
+    }
+
+    /// The settings-file edits a permission update asked for (a rule kept in local
+    /// settings): a new batch in `last_settings_edits` is applied once, in order, through
+    /// the settings port. A pointer comparison: O(1) on every other commit.
+    fn settings_edit(&self, new: &AppState, old: &AppState) {
+        let Some(edits) = &new.tool_permission_context.last_settings_edits else {
+            return;
+        };
+        if old
+            .tool_permission_context
+            .last_settings_edits
+            .as_ref()
+            .is_some_and(|o| Arc::ptr_eq(o, edits))
+        {
+            return;
+        }
+        for edit in edits.iter() {
+            self.run(
+                "saving a permission update (it is in force for this session but was not saved)",
+                || self.ports.settings.apply_settings_edit(edit),
+            );
+        }
     }
 
     /// File history (SP-2): a new change of the domain (a new `Arc` in `last_change`) is

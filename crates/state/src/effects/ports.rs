@@ -15,7 +15,7 @@ use strata_config::{ConfigError, GlobalConfigFile, SettingsFiles};
 use strata_protocol::global_config::GlobalConfig;
 use strata_protocol::permission::{ExternalPermissionMode, PermissionMode};
 
-use crate::app_state::{FileHistoryChange, Runtime};
+use crate::app_state::{FileHistoryChange, Runtime, SettingsEdit};
 
 /// Why a port could not do what an effect asked.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,19 @@ pub enum EffectError {
 pub trait SettingsWriter: Send + Sync {
     /// Persists `model` as the user's `model` setting; `None` removes the key.
     fn persist_main_loop_model(&self, model: Option<&str>) -> Result<(), EffectError>;
+
+    /// Applies an edit a state update asked for (a permission rule or directory kept in a
+    /// settings file, see [`SettingsEdit`]). The default refuses, so a writer that was not
+    /// built for it reports the edit as not saved rather than dropping it silently.
+    fn apply_settings_edit(&self, edit: &SettingsEdit) -> Result<(), EffectError> {
+        Err(EffectError::Port {
+            port: "settings",
+            message: format!(
+                "this settings writer cannot save edits of the {} settings",
+                edit.source
+            ),
+        })
+    }
 }
 
 /// FX-3, FX-4: the global config (`config.json`).

@@ -17,7 +17,7 @@ use super::ports::{
     CredentialCachePort, EffectError, FileHistoryPort, GlobalConfigPort, Ports, RemoteMetadataPort,
     SdkStatusPort, SessionExternalMetadata, SessionMetadataPatch, SettingsWriter,
 };
-use crate::app_state::{FileHistoryChange, Runtime};
+use crate::app_state::{FileHistoryChange, Runtime, SettingsEdit};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -38,6 +38,7 @@ fn check(failing: &AtomicBool, port: &'static str) -> Result<(), EffectError> {
 #[derive(Debug, Default)]
 pub struct RecordingSettings {
     writes: Mutex<Vec<Option<String>>>,
+    edits: Mutex<Vec<SettingsEdit>>,
     failing: AtomicBool,
 }
 
@@ -45,6 +46,11 @@ impl RecordingSettings {
     /// Every persisted model, in order.
     pub fn writes(&self) -> Vec<Option<String>> {
         lock(&self.writes).clone()
+    }
+
+    /// Every settings edit applied, in order.
+    pub fn edits(&self) -> Vec<SettingsEdit> {
+        lock(&self.edits).clone()
     }
 
     /// Makes every later call fail (or succeed again).
@@ -57,6 +63,12 @@ impl SettingsWriter for RecordingSettings {
     fn persist_main_loop_model(&self, model: Option<&str>) -> Result<(), EffectError> {
         check(&self.failing, "settings")?;
         lock(&self.writes).push(model.map(str::to_owned));
+        Ok(())
+    }
+
+    fn apply_settings_edit(&self, edit: &SettingsEdit) -> Result<(), EffectError> {
+        check(&self.failing, "settings")?;
+        lock(&self.edits).push(edit.clone());
         Ok(())
     }
 }

@@ -162,7 +162,7 @@ impl Tool for Bash {
 /// inside one (the shared containment test: compared where they lead, so a link into
 /// the project counts as inside).
 fn inside_working_dirs(dir: &std::path::Path, ctx: &ToolContext) -> bool {
-    let extra = crate::sync::lock(&ctx.working_dirs).clone();
+    let extra = ctx.working_dirs.get();
     std::iter::once(&ctx.project_root)
         .chain(extra.iter())
         .any(|root| strata_config::paths::resolves_within(dir, root))
