@@ -24,7 +24,13 @@ struct Pane {
 impl Pane {
     /// Starts `strata <args>` in `env`'s project on a `cols` × `rows` pane, or `None`
     /// when tmux is missing.
-    fn start(env: &Env, server: Option<&MockServer>, args: &[&str], cols: u16, rows: u16) -> Option<Pane> {
+    fn start(
+        env: &Env,
+        server: Option<&MockServer>,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+    ) -> Option<Pane> {
         if Command::new("tmux").arg("-V").output().is_err() {
             eprintln!("tmux is not installed: skipping the tmux end-to-end test");
             return None;
@@ -38,7 +44,10 @@ impl Pane {
             env.home.display()
         );
         if let Some(s) = server {
-            cmd.push_str(&format!(" ANTHROPIC_BASE_URL='{}' ANTHROPIC_API_KEY=test-key", s.url()));
+            cmd.push_str(&format!(
+                " ANTHROPIC_BASE_URL='{}' ANTHROPIC_API_KEY=test-key",
+                s.url()
+            ));
         }
         cmd.push_str(&format!(" '{}'", env!("CARGO_BIN_EXE_strata")));
         for a in args {
@@ -63,7 +72,11 @@ impl Pane {
     }
 
     fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux").args(["-L", &self.socket]).args(args).output().unwrap();
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -89,7 +102,10 @@ impl Pane {
             if pane.contains(text) {
                 return pane;
             }
-            assert!(start.elapsed() < DEADLINE, "waited for {text:?}; the pane:\n{pane}");
+            assert!(
+                start.elapsed() < DEADLINE,
+                "waited for {text:?}; the pane:\n{pane}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -97,14 +113,22 @@ impl Pane {
 
 impl Drop for Pane {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).status();
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
     }
 }
 
 fn uuid_like() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed) * 1000 + u64::from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_micros())
+    N.fetch_add(1, Ordering::Relaxed) * 1000
+        + u64::from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_micros(),
+        )
 }
 
 /// The transcripts written under the config directory.
@@ -112,7 +136,9 @@ fn transcripts(env: &Env) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![env.cfg.join("projects")];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -128,21 +154,33 @@ fn transcripts(env: &Env) -> Vec<String> {
 #[test]
 fn the_readme_demo_plays_in_the_ui_and_the_prompt_says_how_to_go_live() {
     let env = Env::new();
-    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else { return };
+    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
+        return;
+    };
     let screen = pane.wait_for("Demo over");
     assert!(screen.contains("ANTHROPIC_API_KEY"), "{screen}");
     // The answer is in the scrollback exactly once, and so is each tool call.
-    assert_eq!(screen.matches("Here is the quick tour.").count(), 1, "{screen}");
-    assert_eq!(screen.matches("Bash(head -n 20 README.md)").count(), 1, "{screen}");
+    assert_eq!(
+        screen.matches("Here is the quick tour.").count(),
+        1,
+        "{screen}"
+    );
+    assert_eq!(
+        screen.matches("Bash(head -n 20 README.md)").count(),
+        1,
+        "{screen}"
+    );
     pane.keys(&["C-d"]);
     let screen = pane.wait_for("STRATA-EXITED=");
     assert!(screen.contains("STRATA-EXITED=0"), "{screen}");
 }
 
 #[test]
-fn fx1_shift_tab_cycles_the_mode_in_the_footer_and_the_transcript() {
+fn fx1_shift_tab_cycles_the_mode_in_the_footer_and_the_prompt_records_it() {
     let env = Env::new();
-    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else { return };
+    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
+        return;
+    };
     pane.wait_for("Demo over");
     pane.keys(&["BTab"]);
     pane.wait_for("accept edits on");
@@ -151,18 +189,29 @@ fn fx1_shift_tab_cycles_the_mode_in_the_footer_and_the_transcript() {
     pane.keys(&["BTab"]);
     let start = Instant::now();
     while pane.capture().contains("plan mode on") {
-        assert!(start.elapsed() < DEADLINE, "the mode did not go back to default");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the mode did not go back to default"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The mode a prompt is sent in is recorded with it: back to acceptEdits and send.
+    pane.keys(&["BTab"]);
+    pane.wait_for("accept edits on");
+    pane.type_text("hello in accept edits");
+    pane.keys(&["Enter"]);
+    pane.wait_for("> hello in accept edits");
     pane.keys(&["C-d"]);
-    pane.wait_for("STRATA-EXITED=0");
+    pane.wait_for("STRATA-EXITED=");
     let all = transcripts(&env).concat();
-    let modes: Vec<&str> = all
+    let prompt = all
         .lines()
-        .filter(|l| l.contains(r#""type":"permission-mode""#))
-        .collect();
-    assert!(modes.iter().any(|l| l.contains("acceptEdits")), "{all}");
-    assert!(modes.iter().any(|l| l.contains(r#""plan""#)), "{all}");
+        .find(|l| l.contains("hello in accept edits"))
+        .unwrap_or_else(|| panic!("the prompt is not in the transcript:\n{all}"));
+    assert!(
+        prompt.contains(r#""permissionMode":"acceptEdits""#),
+        "{prompt}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -197,7 +246,11 @@ async fn a_permission_prompt_is_answered_yes_dont_ask_again_and_no() {
         pane.keys(&["Enter"]);
         let start = Instant::now();
         while !env.proj.join("second.txt").exists() {
-            assert!(start.elapsed() < DEADLINE, "the allowed command did not run:\n{}", pane.capture());
+            assert!(
+                start.elapsed() < DEADLINE,
+                "the allowed command did not run:\n{}",
+                pane.capture()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         pane.wait_for("mkdir third");
@@ -210,7 +263,9 @@ async fn a_permission_prompt_is_answered_yes_dont_ask_again_and_no() {
 #[test]
 fn a_ten_thousand_line_paste_arrives_intact() {
     let env = Env::new();
-    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else { return };
+    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
+        return;
+    };
     pane.wait_for("Demo over");
     let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
     let file = env.proj.join("paste.txt");
