@@ -157,7 +157,8 @@ fn the_readme_demo_plays_in_the_ui_and_the_prompt_says_how_to_go_live() {
     let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
         return;
     };
-    let screen = pane.wait_for("Demo over");
+    let screen = pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
     assert!(screen.contains("ANTHROPIC_API_KEY"), "{screen}");
     // The answer is in the scrollback exactly once, and so is each tool call.
     assert_eq!(
@@ -181,7 +182,8 @@ fn fx1_shift_tab_cycles_the_mode_in_the_footer_and_the_prompt_records_it() {
     let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
         return;
     };
-    pane.wait_for("Demo over");
+    pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
     pane.keys(&["BTab"]);
     pane.wait_for("accept edits on");
     pane.keys(&["BTab"]);
@@ -266,7 +268,8 @@ fn a_ten_thousand_line_paste_arrives_intact() {
     let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
         return;
     };
-    pane.wait_for("Demo over");
+    pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
     let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
     let file = env.proj.join("paste.txt");
     std::fs::write(&file, &text).unwrap();
