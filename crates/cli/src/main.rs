@@ -4,7 +4,7 @@
 //! - `strata -p …`: a headless agent run ([`headless`]), also without `-p` when an SDK
 //!   drives it (`--input-format stream-json`);
 //! - `strata config …`, `strata sessions …`: the subcommands ([`commands`]);
-//! - `strata` alone: the interactive UI, which is not built yet (says so, exit code 2);
+//! - `strata` alone: the interactive terminal UI ([`interactive`]; needs a terminal);
 //! - `strata __strata-supervise …` (hidden): the supervisor of one tool command, which
 //!   strata starts itself (`strata_agent::procs`).
 //!
@@ -14,6 +14,7 @@ mod args;
 mod commands;
 mod exit;
 mod headless;
+mod interactive;
 mod signals;
 
 use clap::Parser;
@@ -64,6 +65,6 @@ fn run(cli: args::Cli) -> anyhow::Result<()> {
         Some(args::Command::Mcp(a)) => commands::mcp::run(a),
         // The Agent SDKs start strata without -p (headless::implied).
         None if cli.agent.print || headless::implied(&cli.agent) => headless::run(cli.agent),
-        None => Err(exit::Failure::usage(headless::NO_INTERACTIVE_UI).into()),
+        None => interactive::run(cli.agent),
     }
 }

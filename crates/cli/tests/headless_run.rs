@@ -464,14 +464,14 @@ async fn no_provider_configured_exits_2_saying_how_to_configure_one() {
 }
 
 #[tokio::test]
-async fn without_print_the_missing_interactive_ui_is_named_and_p_is_pointed_to() {
+async fn without_a_terminal_the_interactive_ui_points_to_p_and_exits_2() {
     let env = Env::new();
     for args in [&[][..], &["hello"][..]] {
         let run = env.run(None, args).await;
         assert_eq!(run.code, Some(2), "{run:?}");
         assert!(
             run.stderr
-                .contains("interactive terminal UI is not built yet"),
+                .contains("interactive UI needs a terminal on stdin and stdout"),
             "{}",
             run.stderr
         );

@@ -397,7 +397,8 @@ async fn requests_for_capabilities_not_built_are_errors_naming_the_capability() 
     let server = MockServer::start().await.unwrap();
     let mut s = sdk_driver(&env, &server, &[]);
     // What is built answers; what is not names what is missing (never a silent success).
-    s.control("ok", json!({"subtype": "get_context_usage"})).await;
+    s.control("ok", json!({"subtype": "get_context_usage"}))
+        .await;
     assert_eq!(s.response("ok").await["response"]["subtype"], "success");
     for (id, subtype, names) in [
         ("c1", "stop_task", "background tasks"),

@@ -36,12 +36,12 @@
 
 mod callbacks;
 mod control;
-mod demo;
+pub(crate) mod demo;
 mod input;
 mod output;
 mod prompter;
-mod provider;
-mod sdk_flags;
+pub(crate) mod provider;
+pub(crate) mod sdk_flags;
 mod session;
 mod states;
 
@@ -57,13 +57,6 @@ use strata_config::{ConfigError, FlagSettings, SettingsFiles, SettingsLocations,
 
 use crate::args::{AgentArgs, InputFormat, OutputFormat};
 use crate::exit::Failure;
-
-/// What to tell someone who starts strata without `-p` or a subcommand.
-pub(crate) const NO_INTERACTIVE_UI: &str = "\
-strata's interactive terminal UI is not built yet. Run headless with -p/--print:
-  strata -p \"<prompt>\"                     (a provider from ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL)
-  strata -p \"<prompt>\" --replay demo       (offline: plays back a recorded demo session)
-See strata --help for every flag, and strata sessions / strata config for the other commands.";
 
 /// Where the prompts come from.
 pub(crate) enum Prompts {
@@ -253,7 +246,11 @@ fn check_flags(args: &AgentArgs) -> Result<(), Failure> {
 /// `--settings` that cannot be read or does not parse is an error (exit code 2), not a
 /// warning: running without settings the user asked for (deny rules among them) would be
 /// worse than not running. Settings files found on disk stay warnings, as everywhere.
-fn check_settings_flag(flag: &str, config_dir: &Path, cwd: &Path) -> Result<(), Failure> {
+pub(crate) fn check_settings_flag(
+    flag: &str,
+    config_dir: &Path,
+    cwd: &Path,
+) -> Result<(), Failure> {
     let locations = SettingsLocations::new(config_dir, &paths::project_root(cwd))
         .with_flag(FlagSettings::from_arg(flag));
     let flag_file = match &locations.flag {

@@ -1,0 +1,201 @@
+//! `strata` without `-p`: the interactive terminal UI (`strata_tui`) on the same engine
+//! headless mode uses.
+//!
+//! Both stdin and stdout must be terminals; otherwise the run stops with a message
+//! pointing to `-p` (exit code 2), since a UI drawn into a pipe helps nobody. The engine
+//! is opened with the UI's ports: permission prompts become dialogs, and the provider is
+//! wrapped so streamed text reaches the live cell. `--replay demo` plays the demo
+//! session built into the binary, then leaves the prompt open saying how to talk to a
+//! live model.
+
+use std::io::IsTerminal as _;
+use std::sync::Arc;
+
+use strata_agent::engine::{Engine, EngineHandles, EngineOptions, ResumeTarget};
+use strata_agent::permissions::{LaunchFlags, PermissionLaunch};
+use strata_config::paths;
+use strata_tui::app::App;
+use strata_tui::bridge::{StreamingProvider, UiEvents, UiPrompter};
+use strata_tui::input::Submitted;
+use strata_tui::run::{self, Backend};
+use strata_tui::term::InlineTerminal;
+
+use crate::args::AgentArgs;
+use crate::exit::Failure;
+use crate::headless::{demo, provider};
+
+/// What to tell someone whose stdin or stdout is not a terminal.
+pub(crate) const NOT_A_TERMINAL: &str = "\
+strata's interactive UI needs a terminal on stdin and stdout. For scripts, pipes and CI run headless:
+  strata -p \"<prompt>\"                 (the answer on stdout)
+  echo \"<prompt>\" | strata -p          (the prompt from stdin)
+See strata --help for every flag.";
+
+/// The prompt the demo transcript answers (its first user message).
+const DEMO_PROMPT: &str = "Give me a quick tour of this project.";
+
+/// Runs the interactive UI.
+pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Failure::usage(NOT_A_TERMINAL).into());
+    }
+    if args.resume.is_some() && args.continue_session {
+        return Err(Failure::usage(
+            "--resume and --continue cannot be combined: --resume <id> picks a session, \
+             --continue the newest one",
+        )
+        .into());
+    }
+    let env = |name: &str| std::env::var(name).ok();
+    let config_dir = paths::config_dir().map_err(|e| Failure::usage(e.to_string()))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::failed(format!("cannot read the current directory: {e}")))?;
+    if let Some(flag) = &args.settings {
+        crate::headless::check_settings_flag(flag, &config_dir, &cwd)?;
+    }
+    let key_helper = provider::key_helper(
+        args.provider,
+        args.replay.as_deref(),
+        &env,
+        &config_dir,
+        &cwd,
+        args.settings.as_deref(),
+    );
+    let inner = provider::choose(
+        args.provider,
+        args.replay.as_deref(),
+        &env,
+        key_helper.clone(),
+    )?;
+    let demo = args.replay.as_deref() == Some(provider::DEMO);
+    let mut allowed_tools = args.allowed_tools;
+    if demo {
+        allowed_tools.extend(demo::ALLOWED_TOOLS.map(String::from));
+    }
+    let resume = match (args.resume, args.continue_session) {
+        (Some(id), _) => Some(ResumeTarget::Session(id)),
+        (None, true) => Some(ResumeTarget::Continue),
+        (None, false) => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::failed(format!("cannot start the async runtime: {e}")))?;
+    // The system prompt and thinking flags work here as in headless mode; what strata
+    // does not honour is said before the UI starts (it stays above it in the scrollback).
+    let sdk = crate::headless::sdk_flags::read(args.sdk)?;
+    for flag in &sdk.unsupported {
+        eprintln!("strata: {flag} (not honoured)");
+    }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = EngineOptions {
+        cwd: cwd.clone(),
+        config_dir: config_dir.clone(),
+        handles: EngineHandles::process(),
+        provider: Arc::new(StreamingProvider::new(inner, tx.clone())),
+        model: args.model,
+        permission: PermissionLaunch {
+            flags: LaunchFlags {
+                dangerously_skip_permissions: args.dangerously_skip_permissions,
+                allow_dangerously_skip_permissions: args.allow_dangerously_skip_permissions,
+            },
+            mode: args.permission_mode.map(Into::into),
+            allowed_tools,
+            disallowed_tools: args.disallowed_tools,
+            add_dirs: args.add_dirs,
+        },
+        settings_flag: args.settings,
+        resume,
+        fork_session: args.fork_session,
+        max_turns: args.max_turns,
+        interactive: true,
+        verbose: args.verbose,
+        prompter: Some(Arc::new(UiPrompter::new(tx.clone()))),
+        events: Arc::new(UiEvents::new(tx.clone())),
+        system_prompt: sdk.system_prompt,
+        append_system_prompt: sdk.append_system_prompt,
+        mcp_config: args.mcp_config,
+        strict_mcp_config: args.strict_mcp_config,
+        max_thinking_tokens: sdk.max_thinking_tokens,
+        sdk: Default::default(),
+    };
+    let outcome = runtime.block_on(async move {
+        let engine = Arc::new(Engine::open(options).await.map_err(Failure::from)?);
+        let _key_helper = key_helper.as_ref().map(|h| {
+            h.redact_with(engine.secrets().clone());
+            h.attach(engine.store())
+        });
+        let history_file = strata_session::history::History::new(&config_dir);
+        let project = paths::project_root(&cwd).to_string_lossy().into_owned();
+        let history: Vec<String> = history_file
+            .recent(&project, 200)
+            .map(|v| v.into_iter().map(|e| e.display).collect())
+            .unwrap_or_default();
+        let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
+        let mut app = App::new(
+            engine.clone(),
+            tx,
+            history,
+            Some(history_file),
+            project,
+            width,
+        );
+        for w in engine.warnings() {
+            app.notify(&format!("⚠ {w}"));
+        }
+        app.commit_existing();
+        if demo {
+            app.notify(
+                "strata demo: a recorded session plays back (no model is called); its tool \
+                 calls run for real, here, with the usual permission checks.",
+            );
+            app.set_placeholder(
+                "Demo over. For a live model: set ANTHROPIC_API_KEY (or OPENAI_API_KEY / \
+                 OPENAI_BASE_URL) and run strata",
+            );
+            app.start_turn(Submitted {
+                display: DEMO_PROMPT.to_owned(),
+                text: DEMO_PROMPT.to_owned(),
+                pastes: Vec::new(),
+            });
+        }
+        run::install_panic_hook();
+        run::enter_terminal()
+            .map_err(|e| Failure::failed(format!("cannot set up the terminal: {e}")))?;
+        let color = color_wanted();
+        let mut term = InlineTerminal::new(std::io::stdout(), width, height, color);
+        let events = run::terminal_events();
+        let looped = run::event_loop(&mut app, &mut term, events, &mut rx, Backend::Tty).await;
+        run::restore_terminal();
+        drop(app);
+        looped.map_err(|e| Failure::failed(format!("the terminal failed: {e}")))?;
+        // Let a turn that was interrupted on exit record its end.
+        engine.interrupt();
+        for _ in 0..50 {
+            if Arc::strong_count(&engine) == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let _conversation = std::mem::ManuallyDrop::new(engine.store().get().messages.clone());
+        match Arc::try_unwrap(engine) {
+            Ok(engine) => {
+                engine.close().await.map_err(Failure::from)?;
+                Ok(())
+            }
+            Err(_) => Err(Failure::failed(
+                "could not close the session cleanly: a turn was still running",
+            )),
+        }
+    });
+    runtime.shutdown_background();
+    outcome.map_err(Into::into)
+}
+
+/// Colour unless `NO_COLOR` is set or `TERM` is `dumb`.
+fn color_wanted() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    !no_color && !dumb
+}

@@ -1,0 +1,291 @@
+//! The interactive UI end to end: the real `strata` binary in a tmux pane, driven with
+//! `send-keys`, checked with `capture-pane` (the screen and its scrollback). Every wait
+//! polls the pane for a text with a deadline; nothing sleeps blindly.
+//!
+//! Skipped (one printed line) when tmux is not installed; `.ci/run` installs it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod headless_support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use headless_support::Env;
+use serde_json::json;
+use strata_testkit::{MockServer, Reply};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// One tmux server (its own socket) with one pane running strata.
+struct Pane {
+    socket: String,
+}
+
+impl Pane {
+    /// Starts `strata <args>` in `env`'s project on a `cols` × `rows` pane, or `None`
+    /// when tmux is missing.
+    fn start(
+        env: &Env,
+        server: Option<&MockServer>,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+    ) -> Option<Pane> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            eprintln!("tmux is not installed: skipping the tmux end-to-end test");
+            return None;
+        }
+        let socket = format!("strata-test-{}-{}", std::process::id(), uuid_like());
+        let mut cmd = format!(
+            "cd '{}' && env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OPENAI_BASE_URL \
+             STRATA_CONFIG_DIR='{}' HOME='{}' TERM=xterm-256color",
+            env.proj.display(),
+            env.cfg.display(),
+            env.home.display()
+        );
+        if let Some(s) = server {
+            cmd.push_str(&format!(
+                " ANTHROPIC_BASE_URL='{}' ANTHROPIC_API_KEY=test-key",
+                s.url()
+            ));
+        }
+        cmd.push_str(&format!(" '{}'", env!("CARGO_BIN_EXE_strata")));
+        for a in args {
+            cmd.push_str(&format!(" '{a}'"));
+        }
+        // Keep the pane after strata exits so its last screen can be read.
+        cmd.push_str("; echo STRATA-EXITED=$?; sleep 30");
+        let ok = Command::new("tmux")
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x"])
+            .arg(cols.to_string())
+            .arg("-y")
+            .arg(rows.to_string())
+            .arg(cmd)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux did not start");
+        let _ = Command::new("tmux")
+            .args(["-L", &socket, "set-option", "-g", "history-limit", "50000"])
+            .status();
+        Some(Pane { socket })
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The pane's scrollback and screen.
+    fn capture(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-E", "-"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        self.tmux(&[&["send-keys"][..], keys].concat());
+    }
+
+    fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-l", text]);
+    }
+
+    /// Waits until the pane shows `text`; fails with the pane's content after the
+    /// deadline.
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let pane = self.capture();
+            if pane.contains(text) {
+                return pane;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "waited for {text:?}; the pane:\n{pane}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn uuid_like() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed) * 1000
+        + u64::from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_micros(),
+        )
+}
+
+/// The transcripts written under the config directory.
+fn transcripts(env: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![env.cfg.join("projects")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_demo_plays_in_the_ui_and_the_prompt_says_how_to_go_live() {
+    let env = Env::new();
+    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
+        return;
+    };
+    let screen = pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
+    assert!(screen.contains("ANTHROPIC_API_KEY"), "{screen}");
+    // The answer is in the scrollback exactly once, and so is each tool call.
+    assert_eq!(
+        screen.matches("Here is the quick tour.").count(),
+        1,
+        "{screen}"
+    );
+    assert_eq!(
+        screen.matches("Bash(head -n 20 README.md)").count(),
+        1,
+        "{screen}"
+    );
+    pane.keys(&["C-d"]);
+    let screen = pane.wait_for("STRATA-EXITED=");
+    assert!(screen.contains("STRATA-EXITED=0"), "{screen}");
+}
+
+#[test]
+fn fx1_shift_tab_cycles_the_mode_in_the_footer_and_the_prompt_records_it() {
+    let env = Env::new();
+    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
+        return;
+    };
+    pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
+    pane.keys(&["BTab"]);
+    pane.wait_for("accept edits on");
+    pane.keys(&["BTab"]);
+    pane.wait_for("plan mode on");
+    pane.keys(&["BTab"]);
+    let start = Instant::now();
+    while pane.capture().contains("plan mode on") {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the mode did not go back to default"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The mode a prompt is sent in is recorded with it: back to acceptEdits and send.
+    pane.keys(&["BTab"]);
+    pane.wait_for("accept edits on");
+    pane.type_text("hello in accept edits");
+    pane.keys(&["Enter"]);
+    pane.wait_for("> hello in accept edits");
+    pane.keys(&["C-d"]);
+    pane.wait_for("STRATA-EXITED=");
+    let all = transcripts(&env).concat();
+    let prompt = all
+        .lines()
+        .find(|l| l.contains("hello in accept edits"))
+        .unwrap_or_else(|| panic!("the prompt is not in the transcript:\n{all}"));
+    assert!(
+        prompt.contains(r#""permissionMode":"acceptEdits""#),
+        "{prompt}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_prompt_is_answered_yes_dont_ask_again_and_no() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("t1", "Bash", json!({"command": "touch first.txt"})));
+    server.push(Reply::new().text("Made the first file."));
+    server.push(Reply::new().tool_use("t2", "Bash", json!({"command": "touch second.txt"})));
+    let env2 = &env;
+    let server2 = &server;
+    let pane = tokio::task::block_in_place(|| Pane::start(env2, Some(server2), &[], 100, 30));
+    let Some(pane) = pane else { return };
+    tokio::task::block_in_place(|| {
+        pane.wait_for("/help");
+        pane.type_text("make the first file");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Do you want to proceed?");
+        let screen = pane.wait_for("don't ask again for Bash(touch:*)");
+        assert!(screen.contains("touch first.txt"), "{screen}");
+        pane.keys(&["2"]);
+        pane.wait_for("Made the first file.");
+    });
+    assert!(env.proj.join("first.txt").exists());
+    let local = std::fs::read_to_string(env.proj.join(".strata/settings.local.json")).unwrap();
+    assert!(local.contains("Bash(touch:*)"), "{local}");
+    // Now the rule covers touch: no prompt. A different program asks, and No denies.
+    server.push(Reply::new().tool_use("t3", "Bash", json!({"command": "mkdir third"})));
+    server.push(Reply::new().text("unused"));
+    tokio::task::block_in_place(|| {
+        pane.type_text("make the second file");
+        pane.keys(&["Enter"]);
+        let start = Instant::now();
+        while !env.proj.join("second.txt").exists() {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "the allowed command did not run:\n{}",
+                pane.capture()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        pane.wait_for("mkdir third");
+        pane.keys(&["3"]);
+        pane.wait_for("Tell strata what to do differently");
+    });
+    assert!(!env.proj.join("third").exists(), "a denied command ran");
+}
+
+#[test]
+fn a_ten_thousand_line_paste_arrives_intact() {
+    let env = Env::new();
+    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
+        return;
+    };
+    pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
+    let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
+    let file = env.proj.join("paste.txt");
+    std::fs::write(&file, &text).unwrap();
+    pane.tmux(&["load-buffer", file.to_str().unwrap()]);
+    pane.tmux(&["paste-buffer", "-p"]);
+    pane.wait_for("[Pasted text #1 +10000 lines]");
+    pane.keys(&["Enter"]);
+    pane.keys(&["C-d"]);
+    pane.wait_for("STRATA-EXITED=");
+    // The prompt as sent is in the transcript whole: every line, in order.
+    let all = transcripts(&env).concat();
+    let sent = all
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["message"]["content"].as_str().map(str::to_owned))
+        .find(|c| c.contains("line 9999"))
+        .expect("the pasted prompt is in the transcript");
+    assert_eq!(sent.trim_end(), text.trim_end());
+}

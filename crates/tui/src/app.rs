@@ -1,0 +1,700 @@
+//! The app: what the UI holds between frames and how keys, engine events and store
+//! changes change it. It draws nothing itself: [`App::frame`] builds the live area and
+//! [`App::take_commit`] hands over the history lines due for the scrollback; the event
+//! loop (`run.rs`) decides when.
+//!
+//! The conversation is the store's (one copy, UI-1): the app keeps only how many of its
+//! messages are already in the scrollback. Each part of the screen declares the store
+//! slice it renders as a selection (UI-2): the history the messages (by pointer), the
+//! footer the model, mode and verbosity, the todo list the todos; a commit that changes
+//! none of them draws nothing.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use strata_agent::engine::Engine;
+use strata_protocol::message::Message;
+use strata_protocol::permission::PermissionMode;
+use strata_protocol::sdk::ResultMessage;
+use strata_state::{AppState, Messages, TodoItem};
+use strata_store::{ByFn, ByValue, Selection};
+use tokio_util::sync::CancellationToken;
+
+use crate::bridge::{UiEvent, UiSender};
+use crate::dialog::{Choice, PermissionDialog};
+use crate::history::{self, HistoryOptions};
+use crate::input::{PromptInput, Submitted};
+use crate::term::Frame;
+use crate::view::{self, FooterData};
+
+/// Two Ctrl-C within this long exit.
+const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+
+type MessagesSel = Selection<
+    AppState,
+    Messages,
+    fn(&AppState) -> Messages,
+    ByFn<fn(&Messages, &Messages) -> bool>,
+>;
+type FooterSel = Selection<
+    AppState,
+    (Option<smol_str::SmolStr>, PermissionMode, bool),
+    fn(&AppState) -> (Option<smol_str::SmolStr>, PermissionMode, bool),
+    ByValue,
+>;
+type TodosSel =
+    Selection<AppState, strata_state::Todos, fn(&AppState) -> strata_state::Todos, ByValue>;
+
+/// What the loop should do after an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Nothing beyond redrawing what changed.
+    None,
+    /// Leave the UI.
+    Exit,
+    /// Clear the screen and draw the live area again (Ctrl-L).
+    ClearScreen,
+    /// Open the transcript view (Ctrl-O).
+    Transcript,
+    /// Stop the process until `fg` (Ctrl-Z).
+    Suspend,
+}
+
+/// A running turn.
+#[derive(Debug)]
+struct Turn {
+    started: Instant,
+    tokens: u64,
+    cancel: CancellationToken,
+}
+
+/// The UI's state.
+pub struct App {
+    engine: Arc<Engine>,
+    tx: UiSender,
+    input: PromptInput,
+    history_file: Option<strata_session::history::History>,
+    project: String,
+    /// The answer streaming right now (dropped once its block is in the store).
+    live: String,
+    /// Thinking streaming right now (shown when verbose).
+    live_thinking: String,
+    block_done: bool,
+    turn: Option<Turn>,
+    queued: Vec<Submitted>,
+    dialog: Option<PermissionDialog>,
+    /// How many of the store's messages are in the scrollback.
+    committed: usize,
+    pending_commit: Vec<Line<'static>>,
+    messages: MessagesSel,
+    footer_sel: FooterSel,
+    todos_sel: TodosSel,
+    footer: FooterData,
+    show_todos: bool,
+    ctrl_c_at: Option<Instant>,
+    esc_at: Option<Instant>,
+    placeholder: String,
+    width: u16,
+    dirty: bool,
+    /// The UI has not drawn since the last change.
+    exit: bool,
+}
+
+fn messages_of(s: &AppState) -> Messages {
+    s.messages.clone()
+}
+fn same_messages(a: &Messages, b: &Messages) -> bool {
+    a.ptr_eq(b)
+}
+fn footer_of(s: &AppState) -> (Option<smol_str::SmolStr>, PermissionMode, bool) {
+    (
+        s.main_loop_model.clone(),
+        s.tool_permission_context.mode,
+        s.verbose,
+    )
+}
+fn todos_of(s: &AppState) -> strata_state::Todos {
+    s.todos.clone()
+}
+
+impl App {
+    /// The app over an open engine. `history` are earlier prompts (newest first) for
+    /// Up/Down; `history_file` records new ones.
+    pub fn new(
+        engine: Arc<Engine>,
+        tx: UiSender,
+        history: Vec<String>,
+        history_file: Option<strata_session::history::History>,
+        project: String,
+        width: u16,
+    ) -> Self {
+        let store = engine.store().clone();
+        let messages = store.select_by(
+            messages_of as fn(&AppState) -> Messages,
+            same_messages as fn(&Messages, &Messages) -> bool,
+        );
+        let footer_sel = store.select(footer_of as fn(&AppState) -> _);
+        let todos_sel = store.select(todos_of as fn(&AppState) -> _);
+        let mode = store.with(|s| s.tool_permission_context.mode);
+        let footer = FooterData {
+            model: engine.model(),
+            mode,
+            ..FooterData::default()
+        };
+        Self {
+            engine,
+            tx,
+            input: PromptInput::with_history(history),
+            history_file,
+            project,
+            live: String::new(),
+            live_thinking: String::new(),
+            block_done: false,
+            turn: None,
+            queued: Vec::new(),
+            dialog: None,
+            committed: 0,
+            pending_commit: Vec::new(),
+            messages,
+            footer_sel,
+            todos_sel,
+            footer,
+            show_todos: false,
+            ctrl_c_at: None,
+            esc_at: None,
+            placeholder: "Try \"explain this project\" · /help for commands".to_owned(),
+            width,
+            dirty: true,
+            exit: false,
+        }
+    }
+
+    /// The hint shown in an empty prompt.
+    pub fn set_placeholder(&mut self, text: impl Into<String>) {
+        self.placeholder = text.into();
+        self.dirty = true;
+    }
+
+    /// Commits the history already in the store (a resumed conversation) to the
+    /// scrollback at the first frame.
+    pub fn commit_existing(&mut self) {
+        self.sync_history();
+    }
+
+    /// Adds a line of text to the scrollback (a notice, a command's output).
+    pub fn notify(&mut self, text: &str) {
+        self.pending_commit.push(Line::from(""));
+        for l in text.lines() {
+            self.pending_commit.push(Line::styled(
+                format!("  {l}"),
+                Style::default().fg(Color::DarkGray),
+            ));
+        }
+        self.dirty = true;
+    }
+
+    /// Whether something changed that the next frame must show.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Whether something on screen moves by itself (the spinner of a running turn): the
+    /// loop runs a frame clock only then.
+    pub fn animating(&self) -> bool {
+        self.turn.is_some() && self.dialog.is_none()
+    }
+
+    /// Whether the UI should close.
+    pub fn exiting(&self) -> bool {
+        self.exit
+    }
+
+    /// Whether a turn is running.
+    pub fn turn_running(&self) -> bool {
+        self.turn.is_some()
+    }
+
+    /// The terminal's width changed.
+    pub fn resize(&mut self, width: u16) {
+        self.width = width;
+        self.dirty = true;
+    }
+
+    /// The history lines due for the scrollback (written once, then forgotten).
+    pub fn take_commit(&mut self) -> Vec<Line<'static>> {
+        std::mem::take(&mut self.pending_commit)
+    }
+
+    /// The store committed: re-check the selections.
+    pub fn on_store_change(&mut self) {
+        let store = self.engine.store().clone();
+        if self.messages.changed(&store) {
+            self.sync_history();
+        }
+        if self.footer_sel.changed(&store) {
+            let mode = store.with(|s| s.tool_permission_context.mode);
+            self.footer.mode = mode;
+            self.footer.model = self.engine.model();
+            self.dirty = true;
+        }
+        if self.todos_sel.changed(&store) && self.show_todos {
+            self.dirty = true;
+        }
+    }
+
+    fn verbose(&self) -> bool {
+        self.footer_sel.value().2
+    }
+
+    /// New messages in the store go to the scrollback; the live text of a block that is
+    /// now stored is dropped.
+    fn sync_history(&mut self) {
+        let msgs = self.messages.value().clone();
+        if msgs.len() < self.committed {
+            // The conversation was replaced (rewind): what is on screen stays.
+            self.committed = msgs.len();
+            return;
+        }
+        if msgs.len() == self.committed {
+            return;
+        }
+        let new: Vec<Arc<Message>> = msgs.iter().skip(self.committed).cloned().collect();
+        self.committed = msgs.len();
+        let opts = HistoryOptions {
+            verbose: self.verbose(),
+        };
+        self.pending_commit
+            .extend(history::render(&new, self.width, opts));
+        if self.block_done || self.turn.is_none() {
+            self.live.clear();
+            self.live_thinking.clear();
+        }
+        self.dirty = true;
+    }
+
+    /// The engine said something.
+    pub fn on_ui_event(&mut self, event: UiEvent) {
+        match event {
+            UiEvent::BlockStart => {
+                self.live.clear();
+                self.live_thinking.clear();
+                self.block_done = false;
+            }
+            UiEvent::Delta { text, thinking } => {
+                if thinking {
+                    self.live_thinking.push_str(&text);
+                    if !self.verbose() {
+                        return;
+                    }
+                } else {
+                    self.live.push_str(&text);
+                }
+                if let Some(t) = &mut self.turn {
+                    // A rough live count (≈ 4 characters a token) until the usage comes.
+                    t.tokens = t
+                        .tokens
+                        .max(u64::try_from(self.live.len() / 4).unwrap_or(0));
+                }
+                self.dirty = true;
+            }
+            UiEvent::BlockStop => self.block_done = true,
+            UiEvent::Tokens(n) => {
+                if let Some(t) = &mut self.turn {
+                    t.tokens = n;
+                }
+            }
+            UiEvent::Permission(prompt, reply) => {
+                self.dialog = Some(PermissionDialog::new(prompt, reply));
+                self.dirty = true;
+            }
+            UiEvent::TurnDone(result) => self.turn_done(&result),
+        }
+    }
+
+    fn turn_done(&mut self, result: &ResultMessage) {
+        self.turn = None;
+        self.dialog = None;
+        self.footer.cost_usd += result.total_cost_usd;
+        let u = &result.usage;
+        let tokens = [
+            "input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ]
+        .iter()
+        .filter_map(|k| u.get(*k).and_then(serde_json::Value::as_u64))
+        .sum::<u64>();
+        if tokens > 0 {
+            self.footer.context_tokens = Some(tokens);
+        }
+        self.live.clear();
+        self.live_thinking.clear();
+        if result.is_error && !result.errors.is_empty() {
+            self.notify(&format!("⚠ {}", result.errors.join("; ")));
+        }
+        self.dirty = true;
+        if !self.queued.is_empty() {
+            let next = self.queued.remove(0);
+            self.start_turn(next);
+        }
+    }
+
+    /// A terminal event.
+    pub fn on_terminal_event(&mut self, event: Event) -> Request {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
+            Event::Paste(text) => {
+                if self.dialog.is_none() {
+                    self.input.paste(&text);
+                    self.dirty = true;
+                }
+                Request::None
+            }
+            Event::Resize(w, _) => {
+                self.resize(w);
+                Request::None
+            }
+            _ => Request::None,
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) -> Request {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if !(ctrl && key.code == KeyCode::Char('c')) && self.footer.notice.take().is_some() {
+            self.dirty = true;
+        }
+        if self.dialog.is_some() {
+            return self.on_dialog_key(key);
+        }
+        self.dirty = true;
+        match key.code {
+            KeyCode::Char('c') if ctrl => {
+                let now = Instant::now();
+                if self.input.clear() {
+                    self.ctrl_c_at = Some(now);
+                    return Request::None;
+                }
+                if self.ctrl_c_at.is_some_and(|t| now - t < DOUBLE_PRESS) {
+                    return self.request_exit();
+                }
+                self.ctrl_c_at = Some(now);
+                if let Some(t) = &self.turn {
+                    t.cancel.cancel();
+                }
+                self.footer.notice = Some("Press Ctrl-C again to exit".into());
+                Request::None
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.input.is_empty() {
+                    self.request_exit()
+                } else {
+                    self.input.delete();
+                    Request::None
+                }
+            }
+            KeyCode::Char('l') if ctrl => Request::ClearScreen,
+            KeyCode::Char('o') if ctrl => Request::Transcript,
+            KeyCode::Char('z') if ctrl => Request::Suspend,
+            KeyCode::Char('t') if ctrl => {
+                self.show_todos = !self.show_todos;
+                Request::None
+            }
+            KeyCode::Char('j') if ctrl => {
+                self.input.newline();
+                Request::None
+            }
+            KeyCode::Char('a') if ctrl => {
+                self.input.home();
+                Request::None
+            }
+            KeyCode::Char('e') if ctrl => {
+                self.input.end();
+                Request::None
+            }
+            KeyCode::BackTab => {
+                self.cycle_mode();
+                Request::None
+            }
+            KeyCode::Tab if key.modifiers.contains(KeyModifiers::SHIFT) => {
+                self.cycle_mode();
+                Request::None
+            }
+            KeyCode::Esc => {
+                let now = Instant::now();
+                if let Some(t) = &self.turn {
+                    t.cancel.cancel();
+                    self.engine.interrupt();
+                    self.footer.notice = Some("Interrupted".into());
+                } else if self.esc_at.is_some_and(|t| now - t < DOUBLE_PRESS)
+                    && self.input.is_empty()
+                {
+                    self.notify(
+                        "Rewind is not available in this build yet (strata sessions rewind works).",
+                    );
+                }
+                self.esc_at = Some(now);
+                Request::None
+            }
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.input.newline();
+                Request::None
+            }
+            KeyCode::Enter => {
+                if self.input.backslash_newline() {
+                    return Request::None;
+                }
+                match self.input.submit() {
+                    Some(s) => self.submit(s),
+                    None => Request::None,
+                }
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.input.insert_char(c);
+                Request::None
+            }
+            KeyCode::Backspace => {
+                self.input.backspace();
+                Request::None
+            }
+            KeyCode::Delete => {
+                self.input.delete();
+                Request::None
+            }
+            KeyCode::Left => {
+                self.input.left();
+                Request::None
+            }
+            KeyCode::Right => {
+                self.input.right();
+                Request::None
+            }
+            KeyCode::Home => {
+                self.input.home();
+                Request::None
+            }
+            KeyCode::End => {
+                self.input.end();
+                Request::None
+            }
+            KeyCode::Up => {
+                self.input.up();
+                Request::None
+            }
+            KeyCode::Down => {
+                self.input.down();
+                Request::None
+            }
+            _ => {
+                self.dirty = false;
+                Request::None
+            }
+        }
+    }
+
+    fn request_exit(&mut self) -> Request {
+        if let Some(t) = &self.turn {
+            t.cancel.cancel();
+        }
+        self.exit = true;
+        Request::Exit
+    }
+
+    fn on_dialog_key(&mut self, key: KeyEvent) -> Request {
+        let Some(dialog) = self.dialog.as_mut() else {
+            return Request::None;
+        };
+        self.dirty = true;
+        let pick = match key.code {
+            KeyCode::Up => {
+                dialog.up();
+                None
+            }
+            KeyCode::Down | KeyCode::Tab => {
+                dialog.down();
+                None
+            }
+            KeyCode::Enter => Some(dialog.selected),
+            KeyCode::Char(c) if c.is_ascii_digit() => {
+                c.to_digit(10).and_then(|d| dialog.choice_for_digit(d))
+            }
+            KeyCode::Char('y') => Some(0),
+            KeyCode::Esc | KeyCode::Char('n') => Some(dialog.choices.len() - 1),
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                Some(dialog.choices.len() - 1)
+            }
+            _ => None,
+        };
+        if let Some(i) = pick
+            && let Some(dialog) = self.dialog.take()
+            && let Choice::No = dialog.answer(i)
+        {
+            self.footer.notice = Some("Tell strata what to do differently".into());
+        }
+        Request::None
+    }
+
+    /// Shift+Tab: the next mode through the engine's one gate (FX-1 reports it).
+    fn cycle_mode(&mut self) {
+        let (mode, bypass) = self.engine.store().with(|s| {
+            (
+                s.tool_permission_context.mode,
+                s.tool_permission_context
+                    .is_bypass_permissions_mode_available,
+            )
+        });
+        let next = mode.next_in_cycle(bypass);
+        if let Err(e) = self.engine.set_permission_mode(next.as_str()) {
+            self.notify(&format!("cannot switch to {next}: {e}"));
+        }
+    }
+
+    /// Sends a prompt, or runs a slash command.
+    fn submit(&mut self, submitted: Submitted) -> Request {
+        if let Some(command) = submitted.text.trim().strip_prefix('/') {
+            return crate::commands::run(self, command.trim());
+        }
+        if self.turn.is_some() {
+            self.notify("(queued: sent when the current turn ends)");
+            self.queued.push(submitted);
+            return Request::None;
+        }
+        self.start_turn(submitted);
+        Request::None
+    }
+
+    /// Starts a turn with `submitted` (recorded in the input history first).
+    pub fn start_turn(&mut self, submitted: Submitted) {
+        if let Some(history) = self.history_file.clone() {
+            let (display, pastes, project) = (
+                submitted.display.clone(),
+                submitted.pastes.clone(),
+                self.project.clone(),
+            );
+            let session = self.engine.session_id();
+            // The history is a side record: a failed write is logged, never fatal.
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = history.append(&display, &pastes, &project, Some(&session)) {
+                    tracing::warn!("the prompt could not be added to the input history: {e}");
+                }
+            });
+        }
+        let cancel = CancellationToken::new();
+        self.turn = Some(Turn {
+            started: Instant::now(),
+            tokens: 0,
+            cancel: cancel.clone(),
+        });
+        self.live.clear();
+        self.dirty = true;
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            // The engine emits the result through the sink as well; sending it here
+            // covers a sink that dropped it.
+            let result = engine
+                .run_prompt(Message::user_text(submitted.text), cancel)
+                .await;
+            let _ = tx.send(UiEvent::TurnDone(Box::new(result)));
+        });
+    }
+
+    /// The engine, for commands.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The footer's data, for commands (`/cost`).
+    pub fn footer_data(&self) -> &FooterData {
+        &self.footer
+    }
+
+    /// The live area at the current width.
+    pub fn frame(&mut self, now: Instant) -> Frame {
+        self.dirty = false;
+        let width = self.width.max(1);
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        if self.verbose() && !self.live_thinking.is_empty() {
+            for l in crate::text::wrap(&self.live_thinking, usize::from(width).saturating_sub(2)) {
+                lines.push(Line::styled(
+                    format!("✻ {l}"),
+                    Style::default().fg(Color::DarkGray),
+                ));
+            }
+        }
+        if !self.live.is_empty() {
+            lines.push(Line::from(""));
+            for (i, l) in crate::text::wrap(&self.live, usize::from(width).saturating_sub(2))
+                .into_iter()
+                .enumerate()
+            {
+                lines.push(Line::from(format!(
+                    "{}{l}",
+                    if i == 0 { "● " } else { "  " }
+                )));
+            }
+        }
+        if let Some(t) = &self.turn {
+            lines.push(Line::from(""));
+            lines.push(view::spinner(now - t.started, t.tokens, width));
+        }
+        if self.show_todos {
+            lines.push(Line::from(""));
+            let items: Vec<Arc<TodoItem>> = self
+                .todos_sel
+                .value()
+                .0
+                .values()
+                .flat_map(|v| v.iter().cloned())
+                .collect();
+            lines.extend(view::todos(&items, width));
+        }
+        lines.push(Line::from(""));
+        let cursor;
+        if let Some(d) = &self.dialog {
+            lines.extend(d.render(width));
+            cursor = None;
+        } else {
+            let (input, (row, col)) = self.input.render(width, &self.placeholder);
+            cursor = Some((lines.len() + row, col));
+            lines.extend(input);
+        }
+        lines.push(view::footer(&self.footer, width));
+        Frame { lines, cursor }
+    }
+
+    /// The whole conversation for the transcript view (verbose: thinking and full tool
+    /// output).
+    pub fn transcript(&self, width: u16) -> Vec<Line<'static>> {
+        let msgs: Vec<Arc<Message>> = self.messages.value().iter().cloned().collect();
+        history::render(&msgs, width, HistoryOptions { verbose: true })
+    }
+
+    /// Toggles the store's `verbose` (persisted by the effects hub, FX-4).
+    pub fn toggle_verbose(&mut self) {
+        let _ = self.engine.store().update(|s| s.verbose = !s.verbose);
+    }
+
+    /// A permission dialog the engine gave up on (the turn was interrupted) is closed.
+    pub fn drop_abandoned_dialog(&mut self) {
+        if self
+            .dialog
+            .as_ref()
+            .is_some_and(PermissionDialog::abandoned)
+        {
+            self.dialog = None;
+            self.dirty = true;
+        }
+    }
+
+    /// Marks the screen for a full redraw.
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+}

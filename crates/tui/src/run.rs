@@ -1,0 +1,229 @@
+//! The event loop: terminal input, store changes, engine events and — only while a turn
+//! runs — a frame clock, merged in one `select!`. A change marks the app dirty; a frame
+//! is drawn at most every 16 ms (a burst of deltas or keys becomes one frame), and
+//! while idle nothing wakes the loop: no timer exists unless something is live.
+
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, EventStream};
+use crossterm::{QueueableCommand as _, cursor, event, terminal};
+use futures::{Stream, StreamExt as _};
+use tokio::sync::mpsc;
+
+use crate::app::{App, Request};
+use crate::bridge::UiEvent;
+use crate::term::InlineTerminal;
+
+/// The shortest time between two frames.
+pub const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+/// The spinner's clock while a turn runs.
+const SPINNER_INTERVAL: Duration = Duration::from_millis(120);
+
+/// Counters of one run, for tests and `strata-bench tui`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LoopStats {
+    /// Frames drawn.
+    pub frames: u64,
+}
+
+/// Whether the loop owns a real terminal (raw mode, alternate screen, suspend) or only
+/// writes to a stream (tests, the benchmark's vt100 backend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The process's terminal.
+    Tty,
+    /// Any writer; terminal modes are left alone.
+    Headless,
+}
+
+/// Runs the loop until the app exits or the terminal input ends.
+pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
+    app: &mut App,
+    term: &mut InlineTerminal<W>,
+    mut input: S,
+    ui: &mut mpsc::UnboundedReceiver<UiEvent>,
+    backend: Backend,
+) -> io::Result<LoopStats> {
+    let store = app.engine().store().clone();
+    let mut seen = store.version();
+    let mut last_frame = Instant::now() - FRAME_INTERVAL;
+    let mut input_open = true;
+    loop {
+        let now = Instant::now();
+        let due = if app.is_dirty() {
+            Some((last_frame + FRAME_INTERVAL).max(now))
+        } else if app.animating() {
+            Some(last_frame + SPINNER_INTERVAL)
+        } else {
+            None
+        };
+        tokio::select! {
+            biased;
+            ev = input.next(), if input_open => match ev {
+                Some(Ok(ev)) => {
+                    if let Event::Resize(w, h) = ev {
+                        term.resize(w, h);
+                    }
+                    match app.on_terminal_event(ev) {
+                        Request::None => {}
+                        Request::Exit => break,
+                        Request::ClearScreen => {
+                            term.writer_mut().queue(terminal::Clear(terminal::ClearType::All))?;
+                            term.writer_mut().queue(terminal::Clear(terminal::ClearType::Purge))?;
+                            term.writer_mut().queue(cursor::MoveTo(0, 0))?;
+                            term.reset_origin();
+                            app.mark_dirty();
+                        }
+                        Request::Transcript => transcript(app, term, &mut input, backend).await?,
+                        Request::Suspend => suspend(app, term, backend)?,
+                    }
+                }
+                Some(Err(e)) => return Err(e),
+                None => {
+                    input_open = false;
+                    if backend == Backend::Tty {
+                        break;
+                    }
+                }
+            },
+            Some(event) = ui.recv() => {
+                app.on_ui_event(event);
+                app.drop_abandoned_dialog();
+            },
+            version = store.changed(seen) => {
+                seen = version;
+                app.on_store_change();
+            },
+            () = sleep_until(due), if due.is_some() => {
+                let now = Instant::now();
+                let frame = app.frame(now);
+                let commit = app.take_commit();
+                term.draw(&commit, &frame)?;
+                last_frame = now;
+            },
+        }
+        if app.exiting() {
+            break;
+        }
+    }
+    // What is pending still reaches the scrollback; then the live area goes.
+    app.on_store_change();
+    let commit = app.take_commit();
+    if !commit.is_empty() {
+        term.clear_live()?;
+        term.print_plain(&commit)?;
+    } else {
+        term.clear_live()?;
+    }
+    Ok(LoopStats {
+        frames: term.frames(),
+    })
+}
+
+async fn sleep_until(due: Option<Instant>) {
+    if let Some(due) = due {
+        tokio::time::sleep_until(due.into()).await;
+    }
+}
+
+/// Ctrl-O: the whole conversation in the alternate screen; any key but `v` returns to
+/// the inline view as it was (`v` toggles verbose, persisted by FX-4).
+async fn transcript<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
+    app: &mut App,
+    term: &mut InlineTerminal<W>,
+    input: &mut S,
+    _backend: Backend,
+) -> io::Result<()> {
+    let out = term.writer_mut();
+    out.queue(terminal::EnterAlternateScreen)?;
+    loop {
+        let (w, h) = (term.width(), term.height());
+        let lines = app.transcript(w);
+        let out = term.writer_mut();
+        out.queue(terminal::BeginSynchronizedUpdate)?;
+        out.queue(terminal::Clear(terminal::ClearType::All))?;
+        out.queue(cursor::MoveTo(0, 0))?;
+        let rows = usize::from(h.saturating_sub(1));
+        let start = lines.len().saturating_sub(rows);
+        for line in &lines[start..] {
+            let text = crate::text::cut_to_width(&line.to_string(), usize::from(w)).to_owned();
+            write!(out, "{text}\r\n")?;
+        }
+        let verbose = app.engine().store().with(|s| s.verbose);
+        write!(
+            out,
+            "── transcript · v: verbose {} · any other key: back ──",
+            if verbose { "on" } else { "off" }
+        )?;
+        out.queue(terminal::EndSynchronizedUpdate)?;
+        out.flush()?;
+        match input.next().await {
+            Some(Ok(Event::Key(k))) if k.code == event::KeyCode::Char('v') => app.toggle_verbose(),
+            Some(Ok(Event::Key(k))) if k.kind == event::KeyEventKind::Release => {}
+            Some(Ok(Event::Resize(w, h))) => term.resize(w, h),
+            Some(Ok(Event::Key(_))) | None => break,
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(e),
+        }
+    }
+    term.writer_mut().queue(terminal::LeaveAlternateScreen)?;
+    app.mark_dirty();
+    Ok(())
+}
+
+/// Ctrl-Z: the terminal is restored, the process stops (SIGTSTP) and on `fg` the modes
+/// come back and the live area is drawn again.
+fn suspend<W: Write>(
+    app: &mut App,
+    term: &mut InlineTerminal<W>,
+    backend: Backend,
+) -> io::Result<()> {
+    if backend != Backend::Tty {
+        return Ok(());
+    }
+    term.clear_live()?;
+    restore_terminal();
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTSTP);
+    enter_terminal()?;
+    app.mark_dirty();
+    Ok(())
+}
+
+/// Raw mode, bracketed paste and disambiguated keys (Shift+Enter) on.
+pub fn enter_terminal() -> io::Result<()> {
+    terminal::enable_raw_mode()?;
+    let mut out = io::stdout();
+    out.queue(event::EnableBracketedPaste)?;
+    out.queue(event::PushKeyboardEnhancementFlags(
+        event::KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES,
+    ))?;
+    out.flush()
+}
+
+/// Everything [`enter_terminal`] turned on, off again, and the cursor shown. Safe to call
+/// twice and from a panic hook.
+pub fn restore_terminal() {
+    let mut out = io::stdout();
+    let _ = out.queue(event::PopKeyboardEnhancementFlags);
+    let _ = out.queue(event::DisableBracketedPaste);
+    let _ = out.queue(terminal::EndSynchronizedUpdate);
+    let _ = out.queue(cursor::Show);
+    let _ = out.flush();
+    let _ = terminal::disable_raw_mode();
+}
+
+/// Installs a panic hook that restores the terminal before the message is printed.
+pub fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore_terminal();
+        let _ = io::stdout().write_all(b"\r\n");
+        previous(info);
+    }));
+}
+
+/// The terminal's event stream.
+pub fn terminal_events() -> EventStream {
+    EventStream::new()
+}

@@ -1,0 +1,428 @@
+//! The inline terminal: finished lines go into the terminal's own scrollback, the live
+//! area (streaming answer, spinner, dialog, prompt, footer) is redrawn below them.
+//!
+//! Why not ratatui's `Terminal`: its inline viewport has a fixed height, and its resize
+//! handling redraws from a guessed origin. Here the live area is a plain list of lines
+//! whose height changes with what is live, and the renderer knows exactly how many rows
+//! it drew above the cursor, so it can always return to the top of the live area and
+//! redraw it, and nothing else:
+//!
+//! - a frame is wrapped in synchronized output (DEC mode 2026), so a terminal shows it
+//!   whole or not at all (no flicker);
+//! - a frame goes up to the top of the live area, clears to the end of the screen, prints
+//!   the lines being committed (once: they scroll up into the scrollback as the terminal
+//!   scrolls, and the renderer never refers to them again), then the live area;
+//! - live lines are cut to the terminal width, so each takes exactly one row; after a
+//!   resize the rows they take at the new width are recomputed (terminals that reflow
+//!   split a line wider than the new width), so the next frame starts at the right row
+//!   and re-wraps only the live area.
+//!
+//! The renderer writes to any `Write`; tests feed it to a `vt100` parser.
+
+use std::io::{self, Write};
+
+use crossterm::style::{Attribute, Color as CtColor, Print, SetAttribute, SetBackgroundColor};
+use crossterm::{QueueableCommand as _, cursor, style, terminal};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use unicode_width::UnicodeWidthStr as _;
+
+use crate::text::{cut_to_width, line_width};
+
+/// The live area of one frame.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Frame {
+    /// Its lines, top to bottom.
+    pub lines: Vec<Line<'static>>,
+    /// Where the cursor goes: (row within `lines`, column); `None` hides it.
+    pub cursor: Option<(usize, u16)>,
+}
+
+/// The renderer of one terminal.
+pub struct InlineTerminal<W: Write> {
+    out: W,
+    width: u16,
+    height: u16,
+    /// Styles are written (false: `TERM=dumb` or `NO_COLOR`).
+    color: bool,
+    /// Rows between the top of the live area and the cursor row (the cursor row
+    /// excluded), as the terminal holds them now.
+    rows_above_cursor: usize,
+    /// Display widths of the live lines drawn last, for re-computing their rows after a
+    /// resize.
+    drawn_widths: Vec<usize>,
+    /// The row of the cursor within the live area drawn last.
+    cursor_row: usize,
+    /// Frames written (for tests and `strata-bench tui`).
+    frames: u64,
+}
+
+impl<W: Write> InlineTerminal<W> {
+    /// A renderer for a terminal of `width` × `height`.
+    pub fn new(out: W, width: u16, height: u16, color: bool) -> Self {
+        Self {
+            out,
+            width: width.max(1),
+            height: height.max(1),
+            color,
+            rows_above_cursor: 0,
+            drawn_widths: Vec::new(),
+            cursor_row: 0,
+            frames: 0,
+        }
+    }
+
+    /// The width lines are laid out for.
+    pub fn width(&self) -> u16 {
+        self.width
+    }
+
+    /// The height of the terminal.
+    pub fn height(&self) -> u16 {
+        self.height
+    }
+
+    /// Frames written so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The writer (tests read what was written).
+    pub fn writer_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
+    /// The terminal is now `width` × `height`. The live area drawn before takes the rows
+    /// a reflowing terminal gives it at the new width; the next frame starts there.
+    pub fn resize(&mut self, width: u16, height: u16) {
+        let width = width.max(1);
+        if width < self.width {
+            let w = usize::from(width);
+            let rows = |lw: usize| lw.div_ceil(w).max(1);
+            let above: usize = self
+                .drawn_widths
+                .iter()
+                .take(self.cursor_row)
+                .map(|&lw| rows(lw))
+                .sum();
+            self.rows_above_cursor = above;
+        }
+        self.width = width;
+        self.height = height.max(1);
+    }
+
+    /// Forgets where the live area is: the screen was cleared (Ctrl-L) or restored
+    /// (leaving the transcript view, resuming after Ctrl-Z) and the cursor is at the
+    /// start of an empty row.
+    pub fn reset_origin(&mut self) {
+        self.rows_above_cursor = 0;
+        self.drawn_widths.clear();
+        self.cursor_row = 0;
+    }
+
+    /// Draws one frame: `commit` goes into the scrollback above the live area (written
+    /// once, never again), then `frame` is the new live area.
+    pub fn draw(&mut self, commit: &[Line<'static>], frame: &Frame) -> io::Result<()> {
+        let width = usize::from(self.width);
+        // A live area taller than the screen would push its own top into the scrollback,
+        // where a later frame could not clear it: keep its last rows (the prompt and
+        // footer are at the bottom) and leave one row for the terminal.
+        let max_rows = usize::from(self.height.saturating_sub(1)).max(1);
+        let skip = frame.lines.len().saturating_sub(max_rows);
+        let live = &frame.lines[skip..];
+        let out = &mut self.out;
+        out.queue(terminal::BeginSynchronizedUpdate)?;
+        out.queue(cursor::Hide)?;
+        out.write_all(b"\r")?;
+        if self.rows_above_cursor > 0 {
+            let up = u16::try_from(self.rows_above_cursor).unwrap_or(u16::MAX);
+            out.queue(cursor::MoveUp(up))?;
+        }
+        out.queue(terminal::Clear(terminal::ClearType::FromCursorDown))?;
+        for line in commit {
+            // Committed lines are written as they are: the terminal wraps a long one and
+            // can reflow it later, as with any program's output.
+            write_line(out, line, None, self.color)?;
+            out.write_all(b"\r\n")?;
+        }
+        for (i, line) in live.iter().enumerate() {
+            write_line(out, line, Some(width), self.color)?;
+            if i + 1 < live.len() {
+                out.write_all(b"\r\n")?;
+            }
+        }
+        // The cursor is on the last live row; go to the requested one.
+        let last_row = live.len().saturating_sub(1);
+        let (row, col) = match frame.cursor {
+            Some((row, col)) if row >= skip => (row - skip, Some(col)),
+            _ => (last_row, None),
+        };
+        let row = row.min(last_row);
+        if last_row > row {
+            let up = u16::try_from(last_row - row).unwrap_or(u16::MAX);
+            out.queue(cursor::MoveUp(up))?;
+        }
+        out.write_all(b"\r")?;
+        if let Some(col) = col {
+            let col = col.min(self.width.saturating_sub(1));
+            if col > 0 {
+                out.queue(cursor::MoveRight(col))?;
+            }
+            out.queue(cursor::Show)?;
+        }
+        out.queue(terminal::EndSynchronizedUpdate)?;
+        out.flush()?;
+        self.rows_above_cursor = row;
+        self.cursor_row = row;
+        self.drawn_widths = live.iter().map(|l| line_width(l).min(width)).collect();
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Clears the live area and leaves the cursor at its top (before exiting or
+    /// suspending, so the shell prompt follows the history).
+    pub fn clear_live(&mut self) -> io::Result<()> {
+        let out = &mut self.out;
+        out.write_all(b"\r")?;
+        if self.rows_above_cursor > 0 {
+            let up = u16::try_from(self.rows_above_cursor).unwrap_or(u16::MAX);
+            out.queue(cursor::MoveUp(up))?;
+        }
+        out.queue(terminal::Clear(terminal::ClearType::FromCursorDown))?;
+        out.queue(cursor::Show)?;
+        out.flush()?;
+        self.reset_origin();
+        Ok(())
+    }
+
+    /// Writes `lines` into the scrollback after the live area was cleared (on exit the
+    /// last frame's content that should stay, such as a closing note).
+    pub fn print_plain(&mut self, lines: &[Line<'static>]) -> io::Result<()> {
+        for line in lines {
+            write_line(&mut self.out, line, None, self.color)?;
+            self.out.write_all(b"\r\n")?;
+        }
+        self.out.flush()
+    }
+}
+
+/// Writes one line's spans with their styles; `limit` cuts it to that many columns.
+fn write_line(
+    out: &mut impl Write,
+    line: &Line<'static>,
+    limit: Option<usize>,
+    color: bool,
+) -> io::Result<()> {
+    let mut left = limit.unwrap_or(usize::MAX);
+    for span in &line.spans {
+        if left == 0 {
+            break;
+        }
+        let text = cut_to_width(&span.content, left);
+        left = left.saturating_sub(text.width());
+        let text = text.replace(['\n', '\r', '\x1b'], " ");
+        let style = line.style.patch(span.style);
+        if color && style != Style::default() {
+            apply_style(out, style)?;
+            out.queue(Print(text))?;
+            out.queue(SetAttribute(Attribute::Reset))?;
+        } else {
+            out.queue(Print(text))?;
+        }
+    }
+    Ok(())
+}
+
+fn apply_style(out: &mut impl Write, s: Style) -> io::Result<()> {
+    if let Some(fg) = s.fg {
+        out.queue(style::SetForegroundColor(ct_color(fg)))?;
+    }
+    if let Some(bg) = s.bg {
+        out.queue(SetBackgroundColor(ct_color(bg)))?;
+    }
+    let m = s.add_modifier;
+    for (flag, attr) in [
+        (Modifier::BOLD, Attribute::Bold),
+        (Modifier::DIM, Attribute::Dim),
+        (Modifier::ITALIC, Attribute::Italic),
+        (Modifier::UNDERLINED, Attribute::Underlined),
+        (Modifier::REVERSED, Attribute::Reverse),
+        (Modifier::CROSSED_OUT, Attribute::CrossedOut),
+    ] {
+        if m.contains(flag) {
+            out.queue(SetAttribute(attr))?;
+        }
+    }
+    Ok(())
+}
+
+fn ct_color(c: Color) -> CtColor {
+    match c {
+        Color::Reset => CtColor::Reset,
+        Color::Black => CtColor::Black,
+        Color::Red => CtColor::DarkRed,
+        Color::Green => CtColor::DarkGreen,
+        Color::Yellow => CtColor::DarkYellow,
+        Color::Blue => CtColor::DarkBlue,
+        Color::Magenta => CtColor::DarkMagenta,
+        Color::Cyan => CtColor::DarkCyan,
+        Color::Gray => CtColor::Grey,
+        Color::DarkGray => CtColor::DarkGrey,
+        Color::LightRed => CtColor::Red,
+        Color::LightGreen => CtColor::Green,
+        Color::LightYellow => CtColor::Yellow,
+        Color::LightBlue => CtColor::Blue,
+        Color::LightMagenta => CtColor::Magenta,
+        Color::LightCyan => CtColor::Cyan,
+        Color::White => CtColor::White,
+        Color::Rgb(r, g, b) => CtColor::Rgb { r, g, b },
+        Color::Indexed(i) => CtColor::AnsiValue(i),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn frame(lines: &[&str]) -> Frame {
+        Frame {
+            lines: lines.iter().map(|l| Line::from((*l).to_owned())).collect(),
+            cursor: Some((lines.len() - 1, 2)),
+        }
+    }
+
+    /// Feeds everything written so far to a fresh vt100 screen of the same size.
+    fn screen(
+        t: &InlineTerminal<Vec<u8>>,
+        rows: u16,
+        cols: u16,
+        scrollback: usize,
+    ) -> vt100::Parser {
+        let mut p = vt100::Parser::new(rows, cols, scrollback);
+        p.process(&t.out);
+        p
+    }
+
+    fn all_rows(p: &mut vt100::Parser) -> Vec<String> {
+        // Scrollback (oldest first) then the screen.
+        let mut rows = Vec::new();
+        let cols = p.screen().size().1;
+        let mut back = 0;
+        loop {
+            p.screen_mut().set_scrollback(back + 1);
+            if p.screen().scrollback() != back + 1 {
+                break;
+            }
+            back += 1;
+        }
+        for offset in (1..=back).rev() {
+            p.screen_mut().set_scrollback(offset);
+            rows.push(p.screen().rows(0, cols).next().unwrap_or_default());
+        }
+        p.screen_mut().set_scrollback(0);
+        rows.extend(p.screen().rows(0, cols));
+        rows
+    }
+
+    #[test]
+    fn committed_lines_are_written_once_and_the_live_area_is_redrawn_in_place() {
+        let mut t = InlineTerminal::new(Vec::new(), 20, 6, false);
+        t.draw(&[], &frame(&["live 1", "> "])).unwrap();
+        let commits: Vec<Line<'static>> = (0..8).map(|i| Line::from(format!("line {i}"))).collect();
+        for (i, c) in commits.iter().enumerate() {
+            t.draw(
+                std::slice::from_ref(c),
+                &frame(&[&format!("live {i}"), "> "]),
+            )
+            .unwrap();
+        }
+        let mut p = screen(&t, 6, 20, 100);
+        let rows = all_rows(&mut p);
+        let text: Vec<&str> = rows
+            .iter()
+            .map(|r| r.trim_end())
+            .filter(|r| !r.is_empty())
+            .collect();
+        let expected: Vec<String> = (0..8)
+            .map(|i| format!("line {i}"))
+            .chain(["live 7".to_owned(), ">".to_owned()])
+            .collect();
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn every_frame_is_one_synchronized_update() {
+        let mut t = InlineTerminal::new(Vec::new(), 20, 6, false);
+        t.draw(&[], &frame(&["a", "> "])).unwrap();
+        t.draw(&[], &frame(&["b", "> "])).unwrap();
+        let s = String::from_utf8_lossy(&t.out);
+        assert_eq!(s.matches("\x1b[?2026h").count(), 2);
+        assert_eq!(s.matches("\x1b[?2026l").count(), 2);
+        assert!(s.ends_with("\x1b[?2026l"), "the frame ends the update");
+        assert_eq!(t.frames(), 2);
+    }
+
+    #[test]
+    fn live_lines_are_cut_to_the_width_so_each_takes_one_row() {
+        let mut t = InlineTerminal::new(Vec::new(), 10, 5, false);
+        t.draw(&[], &frame(&["0123456789abcdef", "> "])).unwrap();
+        t.draw(&[], &frame(&["short", "> "])).unwrap();
+        let mut p = screen(&t, 5, 10, 10);
+        let rows = all_rows(&mut p);
+        let text: Vec<&str> = rows
+            .iter()
+            .map(|r| r.trim_end())
+            .filter(|r| !r.is_empty())
+            .collect();
+        assert_eq!(text, ["short", ">"]);
+    }
+
+    #[test]
+    fn a_live_area_taller_than_the_screen_keeps_its_bottom_and_never_reaches_scrollback() {
+        let mut t = InlineTerminal::new(Vec::new(), 10, 4, false);
+        let tall: Vec<String> = (0..10).map(|i| format!("row {i}")).collect();
+        let tall: Vec<&str> = tall.iter().map(String::as_str).collect();
+        t.draw(&[], &frame(&tall)).unwrap();
+        t.draw(&[], &frame(&["x", "> "])).unwrap();
+        let mut p = screen(&t, 4, 10, 10);
+        let rows = all_rows(&mut p);
+        let text: Vec<&str> = rows
+            .iter()
+            .map(|r| r.trim_end())
+            .filter(|r| !r.is_empty())
+            .collect();
+        assert_eq!(text, ["x", ">"]);
+    }
+
+    #[test]
+    fn colour_off_writes_no_style_sequences() {
+        let mut t = InlineTerminal::new(Vec::new(), 20, 5, false);
+        let styled = Line::styled("red", Style::default().fg(Color::Red));
+        t.draw(
+            std::slice::from_ref(&styled),
+            &Frame {
+                lines: vec![styled.clone()],
+                cursor: None,
+            },
+        )
+        .unwrap();
+        let s = String::from_utf8_lossy(&t.out);
+        assert!(!s.contains("\x1b[31m") && !s.contains("38;5"), "{s:?}");
+        let mut t = InlineTerminal::new(Vec::new(), 20, 5, true);
+        let styled = Line::styled("red", Style::default().fg(Color::Red));
+        t.draw(
+            &[],
+            &Frame {
+                lines: vec![styled],
+                cursor: None,
+            },
+        )
+        .unwrap();
+        let p = screen(&t, 5, 20, 0);
+        assert_eq!(
+            p.screen().cell(0, 0).unwrap().fgcolor(),
+            vt100::Color::Idx(1)
+        );
+    }
+}

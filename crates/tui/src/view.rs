@@ -1,0 +1,184 @@
+//! The pieces of the live area that are pure functions of a few values: the footer,
+//! the spinner line, the todo list. Each takes exactly what it shows, so the app can
+//! tell from its store selections whether a frame is needed at all.
+
+use std::time::Duration;
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use strata_protocol::permission::PermissionMode;
+use strata_state::{TodoItem, TodoStatus};
+
+use crate::text::cut_to_width;
+
+/// What the footer shows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FooterData {
+    /// The model's name.
+    pub model: String,
+    /// The permission mode.
+    pub mode: PermissionMode,
+    /// Cost so far, in dollars.
+    pub cost_usd: f64,
+    /// Context tokens of the last request, when known.
+    pub context_tokens: Option<u64>,
+    /// A short notice replacing the key hint ("Press Ctrl-C again to exit").
+    pub notice: Option<String>,
+}
+
+/// The mode's symbol and name as the footer shows them (`None` for the default mode).
+pub fn mode_label(mode: PermissionMode) -> Option<&'static str> {
+    match mode {
+        PermissionMode::AcceptEdits => Some("⏵⏵ accept edits on"),
+        PermissionMode::Plan => Some("⏸ plan mode on"),
+        PermissionMode::BypassPermissions => Some("⏵⏵ bypass permissions on"),
+        PermissionMode::DontAsk => Some("⏵⏵ don't ask on"),
+        PermissionMode::Default | PermissionMode::Auto | PermissionMode::Bubble => None,
+    }
+}
+
+/// The footer line at `width`: the mode (or the key hint) on the left, model, context
+/// and cost on the right; on a narrow terminal the right part goes first, then the
+/// left is cut.
+pub fn footer(data: &FooterData, width: u16) -> Line<'static> {
+    let width = usize::from(width);
+    let (left, left_style) = match (&data.notice, mode_label(data.mode)) {
+        (Some(n), _) => (n.clone(), Style::default().fg(Color::Yellow)),
+        (None, Some(label)) => (
+            format!("{label} (shift+tab to cycle)"),
+            Style::default().fg(mode_color(data.mode)),
+        ),
+        (None, None) => (
+            "? /help · shift+tab mode".to_owned(),
+            Style::default().fg(Color::DarkGray),
+        ),
+    };
+    let mut right = data.model.clone();
+    if let Some(ctx) = data.context_tokens {
+        right.push_str(&format!(" · ctx {}", human_tokens(ctx)));
+    }
+    right.push_str(&format!(" · ${:.4}", data.cost_usd));
+    let lw = unicode_width::UnicodeWidthStr::width(left.as_str());
+    let rw = unicode_width::UnicodeWidthStr::width(right.as_str());
+    if lw + 2 + rw <= width {
+        let gap = width - lw - rw;
+        Line::from(vec![
+            Span::styled(left, left_style),
+            Span::raw(" ".repeat(gap)),
+            Span::styled(right, Style::default().fg(Color::DarkGray)),
+        ])
+    } else {
+        Line::from(Span::styled(
+            cut_to_width(&left, width).to_owned(),
+            left_style,
+        ))
+    }
+}
+
+fn mode_color(mode: PermissionMode) -> Color {
+    match mode {
+        PermissionMode::Plan => Color::Cyan,
+        PermissionMode::BypassPermissions | PermissionMode::DontAsk => Color::Red,
+        _ => Color::Magenta,
+    }
+}
+
+/// `12345` as `12.3k`.
+pub fn human_tokens(n: u64) -> String {
+    if n >= 1000 {
+        format!("{:.1}k", n as f64 / 1000.0)
+    } else {
+        n.to_string()
+    }
+}
+
+const SPINNER: [&str; 6] = ["·", "✢", "✳", "✶", "✻", "✽"];
+
+/// The spinner line of a running turn.
+pub fn spinner(elapsed: Duration, tokens: u64, width: u16) -> Line<'static> {
+    let frame = SPINNER[usize::try_from(elapsed.as_millis() / 120).unwrap_or(0) % SPINNER.len()];
+    let mut text = format!("{frame} Working… ({}s", elapsed.as_secs());
+    if tokens > 0 {
+        text.push_str(&format!(" · ↓ {} tokens", human_tokens(tokens)));
+    }
+    text.push_str(" · esc to interrupt)");
+    Line::styled(
+        cut_to_width(&text, usize::from(width)).to_owned(),
+        Style::default().fg(Color::LightRed),
+    )
+}
+
+/// The todo list (Ctrl-T).
+pub fn todos(items: &[std::sync::Arc<TodoItem>], width: u16) -> Vec<Line<'static>> {
+    if items.is_empty() {
+        return vec![Line::styled(
+            "  (no todos)",
+            Style::default().fg(Color::DarkGray),
+        )];
+    }
+    items
+        .iter()
+        .map(|t| {
+            let (mark, style) = match t.status {
+                TodoStatus::Completed => (
+                    "☒",
+                    Style::default()
+                        .fg(Color::DarkGray)
+                        .add_modifier(Modifier::CROSSED_OUT),
+                ),
+                TodoStatus::InProgress => ("☐", Style::default().add_modifier(Modifier::BOLD)),
+                TodoStatus::Pending => ("☐", Style::default()),
+            };
+            let text = format!("  {mark} {}", t.content);
+            Line::styled(cut_to_width(&text, usize::from(width)).to_owned(), style)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_shows_model_mode_cost_and_context() {
+        let data = FooterData {
+            model: "claude-sonnet".into(),
+            mode: PermissionMode::AcceptEdits,
+            cost_usd: 0.0123,
+            context_tokens: Some(12_345),
+            notice: None,
+        };
+        let line = footer(&data, 100).to_string();
+        assert!(line.starts_with("⏵⏵ accept edits on"), "{line}");
+        assert!(
+            line.ends_with("claude-sonnet · ctx 12.3k · $0.0123"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn footer_truncates_on_narrow_terminals() {
+        let data = FooterData {
+            model: "a-very-long-model-name".into(),
+            mode: PermissionMode::Plan,
+            ..FooterData::default()
+        };
+        for width in [1u16, 10, 20, 39] {
+            let line = footer(&data, width);
+            assert!(
+                crate::text::line_width(&line) <= usize::from(width),
+                "{width}"
+            );
+        }
+        assert!(footer(&data, 20).to_string().starts_with("⏸ plan mode on"));
+    }
+
+    #[test]
+    fn spinner_shows_elapsed_time_and_tokens() {
+        let line = spinner(Duration::from_secs(12), 3400, 80).to_string();
+        assert!(
+            line.contains("12s") && line.contains("3.4k tokens"),
+            "{line}"
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The event loop on a vt100-style backend (a shared buffer) with a real engine over the
+//! demo replay: frames are drawn only when a selected slice changes, never while idle.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use strata_agent::engine::{Engine, EngineHandles, EngineOptions};
+use strata_agent::provider::ReplayProvider;
+use strata_tui::app::App;
+use strata_tui::bridge::{UiEvents, UiPrompter};
+use strata_tui::run::{Backend, event_loop};
+use strata_tui::term::InlineTerminal;
+
+const DEMO: &[u8] = include_bytes!("../../cli/demo/demo.jsonl");
+
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn frames(&self) -> usize {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .matches("\x1b[?2026h")
+            .count()
+    }
+    fn screen(&self) -> String {
+        let mut p = vt100::Parser::new(24, 80, 0);
+        p.process(&self.0.lock().unwrap());
+        p.screen().contents()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ui2_idle_draws_nothing_unselected_updates_draw_nothing_a_mode_change_draws_one_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("proj");
+    std::fs::create_dir_all(cwd.join(".git")).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = EngineOptions {
+        cwd: cwd.clone(),
+        config_dir: dir.path().join("cfg"),
+        handles: EngineHandles::private(),
+        provider: Arc::new(ReplayProvider::from_bytes("demo", DEMO).unwrap()),
+        model: None,
+        permission: Default::default(),
+        settings_flag: None,
+        resume: None,
+        fork_session: false,
+        max_turns: None,
+        interactive: true,
+        verbose: false,
+        prompter: Some(Arc::new(UiPrompter::new(tx.clone()))),
+        events: Arc::new(UiEvents::new(tx.clone())),
+        system_prompt: None,
+        append_system_prompt: None,
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
+        max_thinking_tokens: None,
+        sdk: Default::default(),
+    };
+    let engine = Arc::new(Engine::open(options).await.unwrap());
+    let store = engine.store().clone();
+    let mut app = App::new(engine.clone(), tx, Vec::new(), None, String::new(), 80);
+    let out = Shared::default();
+    let mut term = InlineTerminal::new(out.clone(), 80, 24, false);
+    let (keys, input) = futures::channel::mpsc::unbounded::<io::Result<Event>>();
+    let driver = {
+        let out = out.clone();
+        let engine = engine.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            assert_eq!(out.frames(), 1, "the first frame");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert_eq!(out.frames(), 1, "idle: no frame");
+            for _ in 0..1000 {
+                let _ = store.update(|s| s.speculation_time_saved_ms += 1);
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            assert_eq!(out.frames(), 1, "updates no component selects draw nothing");
+            engine.set_permission_mode("acceptEdits").unwrap();
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            assert_eq!(out.frames(), 2, "a mode change is one frame");
+            assert!(out.screen().contains("accept edits on"), "{}", out.screen());
+            keys.unbounded_send(Ok(Event::Key(KeyEvent::new(
+                KeyCode::Char('d'),
+                KeyModifiers::CONTROL,
+            ))))
+            .unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    };
+    tokio::select! {
+        r = event_loop(&mut app, &mut term, input, &mut rx, Backend::Headless) => { r.unwrap(); }
+        () = driver => panic!("Ctrl-D did not end the loop"),
+    }
+}
