@@ -86,7 +86,7 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
     // does not honour is said before the UI starts (it stays above it in the scrollback).
     let sdk = crate::headless::sdk_flags::read(args.sdk)?;
     for flag in &sdk.unsupported {
-        eprintln!("strata: {flag} (not honoured)");
+        crate::headless::warn(format_args!("{flag} (not honoured)"));
     }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let options = EngineOptions {

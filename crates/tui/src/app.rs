@@ -258,11 +258,14 @@ impl App {
             self.committed = msgs.len();
             return;
         }
-        if msgs.len() == self.committed {
+        // A tool call is committed with its result (scrollback is written once); only
+        // what is new is looked at, so the cost does not grow with the session.
+        let mut new: Vec<Arc<Message>> = msgs.iter().skip(self.committed).cloned().collect();
+        new.truncate(history::settled(&new));
+        if new.is_empty() {
             return;
         }
-        let new: Vec<Arc<Message>> = msgs.iter().skip(self.committed).cloned().collect();
-        self.committed = msgs.len();
+        self.committed += new.len();
         let opts = HistoryOptions {
             verbose: self.verbose(),
         };
