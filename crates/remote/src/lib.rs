@@ -1,0 +1,28 @@
+//! Remote sessions on NATS JetStream (issue 17).
+//!
+//! strata does not run a home-made server for remote sessions: NATS JetStream is the
+//! distributed engine. This crate owns the process's side of it:
+//!
+//! - [`RemoteConnection`]: the client connection and the `strata_sessions` key-value bucket
+//!   (session metadata, one JSON object per session id);
+//! - [`KvMetadataPort`]: the FX-1 [`RemoteMetadataPort`](strata_state::effects::RemoteMetadataPort)
+//!   writing that object. The port is called inside the store's change delivery, so it never
+//!   waits on the network: it hands the patch to a background task (latest wins — metadata is
+//!   a state, not a log) and returns;
+//! - [`watch_own_key`]: the worker's watch of its own key, applying a change made elsewhere
+//!   through the store's one mode gate (FX-7, [`AppStore::apply_external_metadata`]).
+//!
+//! Echo suppression: the port reads the stored document (with its revision) before it
+//! writes, and writes nothing when the merged document equals it; the write itself is a
+//! compare-and-set on that revision, retried on a conflict. So a change applied from the
+//! watch, which makes FX-1 run again, does not come back as a second write.
+//!
+//! [`AppStore::apply_external_metadata`]: strata_state::AppStore::apply_external_metadata
+
+mod connection;
+mod port;
+mod watch;
+
+pub use connection::{BUCKET, RemoteConnection, RemoteError};
+pub use port::{KvMetadataPort, merged_document, write_metadata};
+pub use watch::{OwnKeyWatch, watch_own_key};
