@@ -475,3 +475,37 @@ async fn session_end_hooks_run_when_the_session_closes() {
     assert_eq!(input["reason"], "other");
     assert_eq!(input["session_id"], result["session_id"]);
 }
+
+/// PreCompact runs before the summary request: a hook that blocks (exit 2) stops the
+/// compaction, nothing is sent to the model, and the conversation stays as it was.
+#[tokio::test]
+async fn a_pre_compact_hook_that_blocks_stops_the_compaction_before_the_model_is_asked() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("hello back"));
+    let (run, first) = run_json(&env, &server, &["-p", "hello"]).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(first["result"], "hello back");
+    let seen = env.proj.join("pre-compact.json");
+    let settings = command_hook(
+        "PreCompact",
+        "manual",
+        &format!("cat > '{}'; echo 'not now' >&2; exit 2", seen.display()),
+    );
+    let (_, result) = run_json(
+        &env,
+        &server,
+        &["-c", "-p", "/compact", "--settings", &settings],
+    )
+    .await;
+    assert_eq!(result["is_error"], true, "{result}");
+    let errors = result["errors"].to_string();
+    assert!(
+        errors.contains("PreCompact") && errors.contains("not now"),
+        "{errors}"
+    );
+    assert_eq!(server.requests().len(), 1, "no summary request was sent");
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "PreCompact");
+    assert_eq!(input["trigger"], "manual");
+}

@@ -333,6 +333,8 @@ impl App {
         if tokens > 0 {
             self.footer.context_tokens = Some(tokens);
         }
+        // How full the window is, as the app state counts it (issue 13).
+        self.footer.context_percent = self.engine.store().with(strata_state::context_percent);
         self.live.clear();
         self.live_thinking.clear();
         if result.is_error && !result.errors.is_empty() {
@@ -561,7 +563,14 @@ impl App {
     /// Sends a prompt, or runs a slash command.
     fn submit(&mut self, submitted: Submitted) -> Request {
         if let Some(command) = submitted.text.trim().strip_prefix('/') {
-            return crate::commands::run(self, command.trim());
+            // `/compact` and MCP prompts (`/mcp__server__prompt`) are the engine's slash
+            // prompts, run as a turn as in headless mode; the rest are the UI's.
+            let engine_prompt = command == "compact"
+                || command.starts_with("compact ")
+                || command.starts_with("mcp__");
+            if !engine_prompt {
+                return crate::commands::run(self, command.trim());
+            }
         }
         if self.turn.is_some() {
             self.notify("(queued: sent when the current turn ends)");

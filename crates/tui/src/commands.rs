@@ -8,6 +8,9 @@ const HELP: &str = "\
 /help              this list
 /model [name]      show or change the model (persisted to user settings)
 /cost              the cost of this session so far
+/context           how full the context window is, by part (and the memory files)
+/compact [notes]   summarise the conversation to free the context (notes: what to keep)
+/mcp               the MCP servers and their status
 /status            session id, model, permission mode, working directory
 /export <file>     write the conversation as markdown to <file>
 /exit              leave strata (also Ctrl-D, or Ctrl-C twice)
@@ -27,6 +30,8 @@ pub fn run(app: &mut App, command: &str) -> Request {
             let cost = app.footer_data().cost_usd;
             app.notify(&format!("Total cost of this session: ${cost:.4}"));
         }
+        "context" => app.notify(&context_report(&app.engine().context_usage())),
+        "mcp" => app.notify(&mcp_report(&app.engine().mcp_status())),
         "status" => {
             let engine = app.engine().clone();
             let mode = engine.store().with(|s| s.tool_permission_context.mode);
@@ -86,4 +91,99 @@ fn export_markdown(app: &App) -> String {
         out.push_str(&format!("{who}\n\n{}\n\n", texts.join("\n\n")));
     }
     out
+}
+
+/// `/context`: the window's use by part, then the memory files, from the engine's
+/// `get_context_usage` report.
+fn context_report(usage: &serde_json::Value) -> String {
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let mut out = format!(
+        "Context: {} of {} tokens ({:.0}%)",
+        n(&usage["totalTokens"]),
+        n(&usage["maxTokens"]),
+        usage["percentage"].as_f64().unwrap_or(0.0)
+    );
+    for c in usage["categories"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "\n  {:<14} {:>8}",
+            c["name"].as_str().unwrap_or("?"),
+            n(&c["tokens"])
+        ));
+    }
+    let files = usage["memoryFiles"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if !files.is_empty() {
+        out.push_str("\nMemory files:");
+        for f in files {
+            out.push_str(&format!(
+                "\n  {} ({} tokens)",
+                f["path"].as_str().unwrap_or("?"),
+                n(&f["tokens"])
+            ));
+        }
+    }
+    out
+}
+
+/// `/mcp`: each server with its status (and why it failed), from the store.
+fn mcp_report(status: &serde_json::Value) -> String {
+    let servers = status["mcpServers"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if servers.is_empty() {
+        return "No MCP servers are configured (.mcp.json, `strata mcp add`, --mcp-config).".into();
+    }
+    let mut out = String::from("MCP servers:");
+    for s in servers {
+        out.push_str(&format!(
+            "\n  {} — {}",
+            s["name"].as_str().unwrap_or("?"),
+            s["status"].as_str().unwrap_or("?")
+        ));
+        if let Some(tools) = s["tools"].as_u64() {
+            out.push_str(&format!(", {tools} tools"));
+        }
+        if let Some(error) = s["error"].as_str() {
+            out.push_str(&format!(": {error}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn context_lists_the_parts_and_the_memory_files() {
+        let text = context_report(&json!({
+            "totalTokens": 1500, "maxTokens": 200000, "percentage": 1,
+            "categories": [{"name": "System prompt", "tokens": 900}, {"name": "Messages", "tokens": 600}],
+            "memoryFiles": [{"path": "/p/CLAUDE.md", "type": "Project", "tokens": 40}]
+        }));
+        assert!(
+            text.starts_with("Context: 1500 of 200000 tokens (1%)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("System prompt") && text.contains("900"),
+            "{text}"
+        );
+        assert!(text.contains("/p/CLAUDE.md (40 tokens)"), "{text}");
+    }
+
+    #[test]
+    fn mcp_lists_servers_with_status_and_failure() {
+        assert!(mcp_report(&json!({"mcpServers": []})).contains("No MCP servers"));
+        let text = mcp_report(&json!({"mcpServers": [
+            {"name": "fs", "status": "connected", "tools": 3},
+            {"name": "bad", "status": "failed", "error": "exited with 1"}
+        ]}));
+        assert!(text.contains("fs — connected, 3 tools"), "{text}");
+        assert!(text.contains("bad — failed: exited with 1"), "{text}");
+    }
 }

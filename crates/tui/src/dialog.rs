@@ -1,7 +1,7 @@
 //! The permission dialog: a tool call waits for the user's answer.
 //!
 //! Three choices, as in the reference agent: "Yes"; "Yes, and don't ask again for
-//! <rule>" (the prompt's suggested permission updates sent back with the answer, which
+//! `<rule>`" (the prompt's suggested permission updates sent back with the answer, which
 //! the engine applies and writes where they say — a Bash rule to the project's
 //! `.strata/settings.local.json`); "No, and tell strata what to do differently" (the
 //! call is denied, the turn stops, and the prompt is free for the user's instruction).

@@ -22,6 +22,8 @@ pub struct FooterData {
     pub cost_usd: f64,
     /// Context tokens of the last request, when known.
     pub context_tokens: Option<u64>,
+    /// How full the model's context window is, in percent, when known.
+    pub context_percent: Option<u8>,
     /// A short notice replacing the key hint ("Press Ctrl-C again to exit").
     pub notice: Option<String>,
 }
@@ -54,8 +56,11 @@ pub fn footer(data: &FooterData, width: u16) -> Line<'static> {
         ),
     };
     let mut right = data.model.clone();
-    if let Some(ctx) = data.context_tokens {
-        right.push_str(&format!(" · ctx {}", human_tokens(ctx)));
+    match (data.context_tokens, data.context_percent) {
+        (Some(ctx), Some(pct)) => right.push_str(&format!(" · ctx {} ({pct}%)", human_tokens(ctx))),
+        (Some(ctx), None) => right.push_str(&format!(" · ctx {}", human_tokens(ctx))),
+        (None, Some(pct)) => right.push_str(&format!(" · ctx {pct}%")),
+        (None, None) => {}
     }
     right.push_str(&format!(" · ${:.4}", data.cost_usd));
     let lw = unicode_width::UnicodeWidthStr::width(left.as_str());
@@ -146,12 +151,13 @@ mod tests {
             mode: PermissionMode::AcceptEdits,
             cost_usd: 0.0123,
             context_tokens: Some(12_345),
+            context_percent: Some(6),
             notice: None,
         };
         let line = footer(&data, 100).to_string();
         assert!(line.starts_with("⏵⏵ accept edits on"), "{line}");
         assert!(
-            line.ends_with("claude-sonnet · ctx 12.3k · $0.0123"),
+            line.ends_with("claude-sonnet · ctx 12.3k (6%) · $0.0123"),
             "{line}"
         );
     }

@@ -1,5 +1,6 @@
 //! Where the query loop runs user hooks (`crate::hooks`): UserPromptSubmit before a
-//! prompt is recorded, Stop when the model ends its turn, and, for each tool call,
+//! prompt is recorded, Stop when the model ends its turn, PreCompact before a
+//! compaction's summary request, and, for each tool call,
 //! PreToolUse before the permission decision, PermissionRequest when a prompt would be
 //! shown (then Notification, when the prompt goes out), PostToolUse / PostToolUseFailure
 //! after it ran. Each is a no-op without
@@ -106,6 +107,29 @@ pub(super) async fn notify(
         hooks
             .notification(&inner.hook_session(), message, notification_type, cancel)
             .await;
+    }
+}
+
+/// PreCompact (`trigger`: `auto` or `manual`, the matcher's value): what hooks added for
+/// the summary (joined to its instructions), or `Err(why)` when one stopped the
+/// compaction (the conversation then stays as it is).
+pub(super) async fn pre_compact(
+    inner: &TurnContext<'_>,
+    trigger: &str,
+    instructions: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<Vec<String>, String> {
+    let Some(hooks) = inner.hooks().filter(|h| h.has(HookEvent::PreCompact)) else {
+        return Ok(Vec::new());
+    };
+    let outcome = hooks
+        .pre_compact(&inner.hook_session(), trigger, instructions, cancel)
+        .await;
+    match outcome.blocked.or(outcome.stop) {
+        Some(reason) => Err(format!(
+            "a PreCompact hook stopped the compaction: {reason}"
+        )),
+        None => Ok(outcome.additional_context),
     }
 }
 

@@ -11,8 +11,8 @@
 //! messages; the SDK stream gets the `compact_boundary` system message. A summary request
 //! that fails or is interrupted leaves the conversation and transcript as they were.
 //!
-//! The `PreCompact` hook (hooks issue) belongs in [`compact`] before the request: it may
-//! add instructions or block; the point is marked there.
+//! The `PreCompact` hook runs in [`compact`] before the request: it may
+//! add instructions (joined to the summary request) or stop the compaction.
 
 pub(crate) mod reattach;
 mod text;
@@ -100,11 +100,17 @@ pub(super) async fn compact(
     let pre_tokens = inner.long.current_tokens(&state);
     let old: Vec<Arc<Message>> = state.messages.iter().cloned().collect();
     drop(state);
-    // PreCompact hook point (hooks issue): run it here, before anything is sent; it may
-    // add to `instructions` or stop the compaction.
+    // PreCompact hooks run before anything is sent: they may add to the instructions or
+    // stop the compaction (the conversation then stays as it was).
+    let from_hooks =
+        super::turn_hooks::pre_compact(inner, trigger.name(), instructions, cancel).await?;
     let mut request_text = text::SUMMARY_REQUEST.to_owned();
     if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
         request_text.push_str("\n\nThe user's instructions for this summary: ");
+        request_text.push_str(extra.trim());
+    }
+    for extra in from_hooks.iter().filter(|e| !e.trim().is_empty()) {
+        request_text.push_str("\n\nA PreCompact hook adds: ");
         request_text.push_str(extra.trim());
     }
     let mut messages = conversation::request_messages(&old);
