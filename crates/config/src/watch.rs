@@ -7,18 +7,21 @@
 //! settings file already in it is reported, so a file created right after its directory
 //! is not missed.
 //!
-//! Events are debounced (`notify-debouncer-full`) and reduced to one [`SettingsChange`]
-//! per changed file per batch. The callback runs on the watcher's own thread; a change may
-//! be reported that left the file's content equal (strata's own writes are reported too),
-//! so the receiver reloads and compares.
+//! Events are debounced here and reduced to one [`SettingsChange`] per changed file per
+//! batch: the dispatch thread blocks until an event arrives, then collects until the
+//! files have been quiet for the debounce window. Nothing runs while nothing changes (a
+//! ticking debouncer thread woke 40 times a second in every idle session). The callback
+//! runs on the watcher's own thread; a change may be reported that left the file's
+//! content equal (strata's own writes are reported too), so the receiver reloads and
+//! compares.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use notify::{EventKind, RecursiveMode};
-use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use crate::error::ConfigError;
 use crate::sources::{FlagSettings, SettingsLocations, SettingsSource};
@@ -48,7 +51,7 @@ pub struct SettingsChange {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct SettingsWatcher {
-    // Dropped first in `Drop`: dropping the debouncer stops its thread, which drops the
+    // Dropped first in `Drop`: dropping the watcher stops its thread, which drops the
     // event sender, which ends our dispatch thread.
     state: Option<Arc<Mutex<WatchState>>>,
     /// The dispatch thread, joined on drop.
@@ -75,7 +78,7 @@ impl std::fmt::Debug for SettingsWatcher {
 }
 
 struct WatchState {
-    debouncer: Debouncer<notify::RecommendedWatcher, RecommendedCache>,
+    watcher: notify::RecommendedWatcher,
     /// Directories holding settings files that did not exist when last checked.
     pending: Vec<PathBuf>,
     /// Paths currently watched (directories or stand-in ancestors).
@@ -90,10 +93,10 @@ impl SettingsWatcher {
         debounce: Duration,
         mut on_change: impl FnMut(SettingsChange) + Send + 'static,
     ) -> Result<Self, ConfigError> {
-        let (tx, rx) = std::sync::mpsc::channel::<DebounceEventResult>();
-        let debouncer = new_debouncer(debounce, None, tx)?;
+        let (tx, rx) = std::sync::mpsc::channel::<notify::Result<notify::Event>>();
+        let watcher = notify::recommended_watcher(tx)?;
         let mut state = WatchState {
-            debouncer,
+            watcher,
             pending: watched_dirs(locations),
             watched: HashSet::new(),
         };
@@ -104,23 +107,17 @@ impl SettingsWatcher {
         let thread = std::thread::Builder::new()
             .name("strata-settings-watch".into())
             .spawn(move || {
-                for batch in rx {
+                while let Some((batch, open)) = next_batch(&rx, debounce) {
                     let mut changed: Vec<SettingsChange> = Vec::new();
-                    match batch {
-                        Ok(events) => {
-                            for event in events {
-                                if matches!(event.kind, EventKind::Access(_)) {
-                                    continue;
-                                }
+                    for event in batch {
+                        match event {
+                            Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
+                            Ok(event) => {
                                 for path in &event.paths {
                                     note(&locations, path, &mut changed);
                                 }
                             }
-                        }
-                        Err(errors) => {
-                            for e in errors {
-                                tracing::warn!(error = %e, "settings watcher error");
-                            }
+                            Err(e) => tracing::warn!(error = %e, "settings watcher error"),
                         }
                     }
                     // Directories that appeared since: watch them, and report the settings
@@ -142,6 +139,9 @@ impl SettingsWatcher {
                     }
                     for change in changed {
                         on_change(change);
+                    }
+                    if !open {
+                        break;
                     }
                 }
             })
@@ -176,9 +176,37 @@ impl WatchState {
 
     fn watch(&mut self, dir: &Path) -> Result<(), ConfigError> {
         if self.watched.insert(dir.to_path_buf()) {
-            self.debouncer.watch(dir, RecursiveMode::NonRecursive)?;
+            self.watcher.watch(dir, RecursiveMode::NonRecursive)?;
         }
         Ok(())
+    }
+}
+
+/// The longest a burst of events may hold a batch back (an editor saving in a loop must
+/// not keep the reload from ever happening).
+const MAX_BATCH_WAIT_WINDOWS: u32 = 10;
+
+/// The next batch: blocks (without waking) until an event arrives, then takes events
+/// until none came for `debounce`, at most [`MAX_BATCH_WAIT_WINDOWS`] windows. `None` once
+/// the watcher is gone and nothing is left; the flag is `false` when the batch is the
+/// last one.
+fn next_batch(
+    rx: &Receiver<notify::Result<notify::Event>>,
+    debounce: Duration,
+) -> Option<(Vec<notify::Result<notify::Event>>, bool)> {
+    let first = rx.recv().ok()?;
+    let mut batch = vec![first];
+    let until = Instant::now() + debounce * MAX_BATCH_WAIT_WINDOWS;
+    loop {
+        let wait = debounce.min(until.saturating_duration_since(Instant::now()));
+        if wait.is_zero() {
+            return Some((batch, true));
+        }
+        match rx.recv_timeout(wait) {
+            Ok(event) => batch.push(event),
+            Err(RecvTimeoutError::Timeout) => return Some((batch, true)),
+            Err(RecvTimeoutError::Disconnected) => return Some((batch, false)),
+        }
     }
 }
 
