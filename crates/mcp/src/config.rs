@@ -154,11 +154,14 @@ pub fn parse_document(
         message: format!("{e}"),
     })?;
     for name in doc.mcp_servers.keys() {
-        check_name(name).map_err(|message| ConfigError {
-            origin: origin.to_owned(),
-            line: line_of(text, name).0,
-            column: line_of(text, name).1,
-            message,
+        check_name(name).map_err(|e| {
+            let (line, column) = line_of(text, name);
+            ConfigError {
+                origin: origin.to_owned(),
+                line,
+                column,
+                message: e.to_string(),
+            }
         })?;
     }
     Ok(doc.mcp_servers)
@@ -187,18 +190,27 @@ pub fn read_document(path: &Path) -> Result<IndexMap<String, ServerConfig>, Conf
     }
 }
 
+/// A server name that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// Empty or blank.
+    #[error("a server name cannot be empty")]
+    Empty,
+    /// A character tool names and rules cannot carry.
+    #[error("server name {0:?} may only use letters, digits, '_', '-', '.' and spaces")]
+    BadCharacter(String),
+}
+
 /// A server name is used in tool names and rules: non-empty, no `__` separator confusion.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameError> {
     if name.trim().is_empty() {
-        return Err("a server name cannot be empty".into());
+        return Err(NameError::Empty);
     }
     if !name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' '))
     {
-        return Err(format!(
-            "server name {name:?} may only use letters, digits, '_', '-', '.' and spaces"
-        ));
+        return Err(NameError::BadCharacter(name.to_owned()));
     }
     Ok(())
 }

@@ -182,8 +182,8 @@ pub enum EditError {
     #[error("{0}")]
     McpJson(String),
     /// The name is not a valid server name.
-    #[error("{0}")]
-    Name(String),
+    #[error(transparent)]
+    Name(#[from] crate::config::NameError),
     /// No server of that name in that scope.
     #[error("no MCP server named {name:?} in the {scope} configuration")]
     NotFound {

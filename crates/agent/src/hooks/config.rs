@@ -23,6 +23,17 @@ use super::HookEvent;
 /// default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// A hook matcher that is not a valid pattern.
+#[derive(Debug, thiserror::Error)]
+#[error("matcher {text:?} is not a valid pattern: {source}")]
+pub struct MatcherError {
+    /// The matcher as written.
+    pub text: String,
+    /// Why the pattern does not compile.
+    #[source]
+    pub source: regex::Error,
+}
+
 /// What decides whether a registration applies to one run of its event.
 #[derive(Clone, Debug)]
 pub struct Matcher {
@@ -34,7 +45,7 @@ pub struct Matcher {
 
 impl Matcher {
     /// Parses `text` (see the module docs).
-    pub fn new(text: &str) -> Result<Self, String> {
+    pub fn new(text: &str) -> Result<Self, MatcherError> {
         let trimmed = text.trim();
         if trimmed.is_empty() || trimmed == "*" {
             return Ok(Self {
@@ -47,7 +58,10 @@ impl Matcher {
                 text: text.to_owned(),
                 regex: Some(re),
             })
-            .map_err(|e| format!("matcher {text:?} is not a valid pattern: {e}"))
+            .map_err(|source| MatcherError {
+                text: text.to_owned(),
+                source,
+            })
     }
 
     /// Whether it applies to `value` (`None`: the event has nothing to match, so only a
@@ -234,6 +248,7 @@ mod tests {
         assert!(
             Matcher::new("(")
                 .unwrap_err()
+                .to_string()
                 .contains("not a valid pattern")
         );
     }

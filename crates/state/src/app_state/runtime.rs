@@ -223,18 +223,34 @@ impl CredentialCaches {
     /// caches.clear_all().unwrap();
     /// assert_eq!(helper.0.load(Ordering::SeqCst), 1);
     /// ```
-    pub fn clear_all(&self) -> Result<(), String> {
+    pub fn clear_all(&self) -> Result<(), ClearCachesError> {
         let caches = lock(&self.inner).clone();
-        let failures: Vec<String> = caches
+        let failures: Vec<(String, String)> = caches
             .iter()
-            .filter_map(|c| c.clear().err().map(|e| format!("{}: {e}", c.name())))
+            .filter_map(|c| c.clear().err().map(|e| (c.name().to_owned(), e)))
             .collect();
         if failures.is_empty() {
             Ok(())
         } else {
-            Err(failures.join("; "))
+            Err(ClearCachesError { failures })
         }
     }
+}
+
+/// Credential caches that could not be cleared: each cache's name and why, in order.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", describe_failures(failures))]
+pub struct ClearCachesError {
+    /// `(cache name, what went wrong)`.
+    pub failures: Vec<(String, String)>,
+}
+
+fn describe_failures(failures: &[(String, String)]) -> String {
+    failures
+        .iter()
+        .map(|(name, why)| format!("{name}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Environment variables from settings (`env`) for the processes strata spawns (FX-5).

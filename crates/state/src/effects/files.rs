@@ -107,9 +107,9 @@ impl<T: BootstrapPort + ?Sized> BootstrapPort for Arc<T> {
 
 impl CredentialCachePort for CredentialCaches {
     fn clear_credential_caches(&self) -> Result<(), EffectError> {
-        self.clear_all().map_err(|message| EffectError::Port {
+        self.clear_all().map_err(|e| EffectError::Port {
             port: "credential caches",
-            message,
+            message: e.to_string(),
         })
     }
 }
