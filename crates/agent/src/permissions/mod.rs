@@ -170,18 +170,6 @@ pub struct Permissions<'a> {
     additional: Vec<PathBuf>,
 }
 
-impl Permissions<'_> {
-    /// The store's permission context this view reads.
-    pub fn state(&self) -> &ToolPermissionContext {
-        self.state
-    }
-
-    /// The additional working directories, absolute.
-    pub fn additional_dirs(&self) -> &[PathBuf] {
-        &self.additional
-    }
-}
-
 /// How `bypassPermissions` stands in `state` whose settings are `settings`, for the mode
 /// gate ([`check_mode_change`]).
 pub fn bypass_of(state: &ToolPermissionContext, settings: &Settings) -> BypassAvailability {

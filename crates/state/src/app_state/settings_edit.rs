@@ -56,17 +56,6 @@ pub enum SettingsEditOp {
     },
 }
 
-impl SettingsEditOp {
-    /// The key path as strings.
-    pub fn key(&self) -> &[String] {
-        match self {
-            Self::AddToArray { key, .. }
-            | Self::RemoveFromArray { key, .. }
-            | Self::Set { key, .. } => key,
-        }
-    }
-}
-
 /// `["permissions", leaf]`, the key path of a permissions list.
 pub fn permissions_key(leaf: &str) -> Vec<String> {
     vec!["permissions".to_owned(), leaf.to_owned()]
