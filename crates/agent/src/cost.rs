@@ -68,6 +68,29 @@ impl RunTotals {
         *cost += cost_usd;
     }
 
+    /// Adds another run's totals (a sub-agent's, counted in its caller's `result`).
+    pub(crate) fn merge(&mut self, other: &RunTotals) {
+        for (model, (usage, cost)) in &other.by_model {
+            let (total, c) = self.by_model.entry(model.clone()).or_default();
+            total.accumulate(usage);
+            *c += cost;
+        }
+    }
+
+    /// Every token of every response (input, cache read and creation, output): the
+    /// `totalTokens` of an agent's result.
+    pub(crate) fn total_tokens(&self) -> u64 {
+        self.by_model
+            .values()
+            .map(|(u, _)| {
+                u.input_tokens
+                    + u.cache_creation_input_tokens
+                    + u.cache_read_input_tokens
+                    + u.output_tokens
+            })
+            .sum()
+    }
+
     pub(crate) fn cost_usd(&self) -> f64 {
         // A fold from +0.0: `Sum` for floats starts at -0.0, which would print as
         // `-0.0` for a run that cost nothing.

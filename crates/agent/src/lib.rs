@@ -7,9 +7,15 @@
 //! - [`provider`]: model providers behind one streaming trait (Anthropic Messages API,
 //!   OpenAI-compatible chat completions, replay of a recorded session).
 //! - [`tools`]: the tools the model can call (Bash, Read, Write, Edit, Glob, Grep,
-//!   TodoWrite) behind one trait.
+//!   TodoWrite, TaskOutput, TaskStop, plan mode) behind one trait.
 //! - [`permissions`]: permission modes, rules and decisions for tool calls.
 //! - [`context`]: the tool-use context and sub-agent isolation (SA-1 … SA-7).
+//! - [`agents`]: sub-agents at run time: the Agent tool, agent types, synchronous and
+//!   background runs (issue 11).
+//! - [`background`]: what a session hears of its background work (task messages, the
+//!   main agent's task notifications).
+//! - [`front_matter`]: markdown files with a YAML front-matter block (agents, commands,
+//!   skills).
 //! - [`query`]: the query loop: one turn, from a narrow context of what a turn needs
 //!   (it does not know the engine).
 //! - [`procs`]: every process a tool starts, under a supervisor, so none outlives strata.
@@ -17,9 +23,12 @@
 //! - [`engine`]: a session at work: opening or resuming it, running prompts through the
 //!   query loop, control requests, closing it. What the CLI and SDK clients drive.
 
+pub mod agents;
+pub mod background;
 pub mod context;
 pub mod context_window;
 mod cost;
+pub mod front_matter;
 pub mod engine;
 mod file_history;
 pub mod hooks;

@@ -30,6 +30,8 @@ pub(crate) struct Recorder {
     cwd: String,
     git_branch: String,
     leaf: Mutex<Option<String>>,
+    /// A sub-agent's id: its lines are sidechain lines (`isSidechain`, `agentId`).
+    agent_id: Option<String>,
 }
 
 /// Extra fields of a user line.
@@ -66,6 +68,23 @@ impl Recorder {
             cwd,
             git_branch,
             leaf: Mutex::new(leaf),
+            agent_id: None,
+        }
+    }
+
+    /// A recorder of sub-agent `agent_id`'s transcript (`subagents/agent-<id>.jsonl`):
+    /// the session's id on every line, `isSidechain: true` and `agentId`, a chain of its
+    /// own from a first line without parent (the reference layout).
+    pub(crate) fn sidechain(
+        writer: TranscriptWriter,
+        session_id: String,
+        cwd: String,
+        git_branch: String,
+        agent_id: String,
+    ) -> Self {
+        Self {
+            agent_id: Some(agent_id),
+            ..Self::new(writer, session_id, cwd, git_branch, None)
         }
     }
 
@@ -173,13 +192,13 @@ impl Recorder {
         Envelope {
             parent_uuid: parent,
             logical_parent_uuid: None,
-            is_sidechain: false,
+            is_sidechain: self.agent_id.is_some(),
             user_type: Some("external".into()),
             cwd: Some(self.cwd.clone()),
             session_id: Some(self.session_id.clone()),
             version: Some(env!("CARGO_PKG_VERSION").into()),
             git_branch: Some(self.git_branch.clone()),
-            agent_id: None,
+            agent_id: self.agent_id.clone(),
             slug: None,
             uuid: uuid::Uuid::new_v4().to_string(),
             timestamp: timestamp_now(),

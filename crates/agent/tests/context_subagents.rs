@@ -60,6 +60,7 @@ fn start_background_task(ctx: &ToolUseContext, n: usize) -> TaskId {
             retain: false,
             disk_loaded: false,
             evict_after_ms: None,
+            progress: Default::default(),
         }),
     );
     task.status = TaskStatus::Running;

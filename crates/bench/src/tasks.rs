@@ -86,6 +86,7 @@ fn lifecycle(
                 retain: true,
                 disk_loaded: true,
                 evict_after_ms: None,
+                progress: Default::default(),
             }),
         );
         task.status = strata_state::tasks::TaskStatus::Running;

@@ -17,7 +17,12 @@ use serde_json::{Map, Value};
 use crate::message::{AssistantMessage, Message};
 
 mod permission_update;
+mod tasks;
 
+pub use tasks::{
+    BackgroundTaskSummary, TaskEndStatus, TaskNotificationMessage, TaskProgressMessage,
+    TaskStartedMessage, TaskUsage,
+};
 pub use permission_update::{
     PermissionRuleValue, PermissionUpdate, RuleBehaviorName, UpdateDestination, parse_updates,
 };
@@ -74,6 +79,12 @@ pub enum SystemMessage {
     SessionStateChanged(SessionStateMessage),
     /// The conversation was compacted: what came before is summarised (issue 13).
     CompactBoundary(CompactBoundaryMessage),
+    /// A background task began (issue 11).
+    TaskStarted(TaskStartedMessage),
+    /// An agent task made progress.
+    TaskProgress(TaskProgressMessage),
+    /// A background task ended.
+    TaskNotification(TaskNotificationMessage),
 }
 
 /// `{"type":"system","subtype":"hook_started",…}`.
@@ -289,6 +300,9 @@ pub struct ResultMessage {
     /// `--json-schema`: the final answer, parsed, when it matched the schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<Value>,
+    /// Background tasks still running when the result was written (left out when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background_tasks: Vec<BackgroundTaskSummary>,
     /// This line's id.
     pub uuid: String,
 }

@@ -24,6 +24,7 @@ fn agent(id: &TaskId) -> TaskState {
             retain: false,
             disk_loaded: false,
             evict_after_ms: None,
+            progress: Default::default(),
         }),
     )
 }

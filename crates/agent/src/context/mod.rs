@@ -150,6 +150,8 @@ pub struct AgentIdentity {
     pub depth: u32,
     /// Runs in the background (its permission decisions are automatic, SA-4).
     pub is_async: bool,
+    /// The sub-agent's type (`general-purpose`, `Explore`, a custom one).
+    pub agent_type: Option<SmolStr>,
 }
 
 /// Everything a running agent may touch.

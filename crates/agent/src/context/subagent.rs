@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::tools::ToolContext;
+use crate::tools::{TaskOwner, ToolContext};
 
 use smol_str::SmolStr;
 use strata_state::{AppState, DenialTracking, ToolPermissionContext};
@@ -26,6 +26,13 @@ pub struct SubagentOptions {
     /// It shares the parent's cancellation (cancelling it cancels the parent too);
     /// otherwise it gets a child token (SA-5).
     pub share_abort_controller: bool,
+    /// It outlives the parent's turn (a background agent): its token is a child of the
+    /// parent's *owner* lifetime (the session for the main agent, the parent agent's own
+    /// token for a sub-agent) rather than of the turn, so an interrupted turn leaves it
+    /// running while stopping its parent still stops it (SA-5).
+    pub outlives_turn: bool,
+    /// Its type, for hooks and task messages.
+    pub agent_type: Option<SmolStr>,
 }
 
 /// The context of a sub-agent of `parent` (SA-1 … SA-7; the table in the
@@ -70,15 +77,23 @@ pub fn create_subagent_context(
     };
     let cancel = if options.share_abort_controller {
         parent.cancel.clone()
+    } else if options.outlives_turn {
+        parent.tools.owner.lifetime.child_token()
     } else {
         parent.cancel.child_token()
     };
     // The tools see a copy of what the parent read, and their own working directory
     // starting where the parent's is: neither can move the other's.
+    // Background work its tools start belongs to it: stopping it stops that work.
     let tools = ToolContext {
         cwd: Arc::new(Mutex::new(parent.tools.cwd())),
         cancel: cancel.clone(),
         read_files: Arc::new(Mutex::new(parent.tools.read_files())),
+        owner: TaskOwner {
+            lifetime: cancel.clone(),
+            agent_task_id: Some(options.agent_id.to_string()),
+            depth: parent.identity.depth + 1,
+        },
         ..parent.tools.clone()
     };
     ToolUseContext {
@@ -96,6 +111,7 @@ pub fn create_subagent_context(
             agent_id: Some(options.agent_id),
             depth: parent.identity.depth + 1,
             is_async: options.is_async,
+            agent_type: options.agent_type,
         },
     }
 }

@@ -19,6 +19,8 @@ mod live_settings;
 mod mcp;
 mod open;
 mod permission_updates;
+mod tasks;
+pub(crate) use self::permission_updates::apply_permission_updates;
 pub(crate) use crate::record;
 pub(crate) mod tool_services;
 
@@ -118,6 +120,11 @@ pub struct SdkOptions {
     pub tools: Option<Vec<String>>,
     /// The session's hooks (settings files and SDK callbacks); `None`: none run.
     pub hooks: Option<Arc<crate::hooks::Hooks>>,
+    /// Hold a turn's `result` back while background agents it started still run, giving
+    /// their notifications to the model first (headless: the reference's print mode).
+    pub hold_result_for_agents: bool,
+    /// Agent types the host defines (`--agents` JSON), over the files'.
+    pub agents: Option<Value>,
 }
 
 /// One session at work.
@@ -176,6 +183,11 @@ struct Inner {
     sdk: SdkOptions,
     /// The system prompt, thinking budget and context count (issue 13).
     long: crate::query::LongSession,
+    /// The session's sub-agents (issue 11).
+    agents: Arc<crate::agents::AgentRuntime>,
+    /// Cancelled when the session closes: background work (shell tasks, agents) is its
+    /// child.
+    lifetime: CancellationToken,
 }
 
 impl Engine {
@@ -257,7 +269,11 @@ impl Engine {
             claude_code_version: env!("CARGO_PKG_VERSION").to_owned(),
             output_style: "default".to_owned(),
             uuid: uuid::Uuid::new_v4().to_string(),
-            extra: serde_json::Map::new(),
+            // The agent types the Agent tool offers (the SDKs' `agents`: names).
+            extra: serde_json::Map::from_iter([(
+                "agents".to_owned(),
+                Value::from(inner.agents.definitions().names()),
+            )]),
         }
     }
 
@@ -281,14 +297,20 @@ impl Engine {
         *lock(&self.inner.current_turn) = Some(cancel.clone());
         let prompt = self.inner.expand_mcp_prompt(prompt, &cancel).await;
         let tools = self.inner.turn_tools(&prompt).await;
-        let turn = self.inner.turn_context(&tools);
+        let agent = self.inner.root_agent(&cancel);
+        let turn = self.inner.turn_context(&tools, &agent);
         // `/compact [instructions]` is a slash prompt in every mode (headless and
         // stream-json included): it compacts instead of asking the model.
         let result = match compact_command(&prompt) {
             Some(instructions) => {
                 crate::query::run_compact(&turn, instructions.as_deref(), cancel).await
             }
-            None => crate::query::run_turn(&turn, prompt, uuid, cancel).await,
+            None => {
+                let result = crate::query::run_turn(&turn, prompt, uuid, cancel.clone()).await;
+                let result = self.hold_for_background(result, &tools, &cancel).await;
+                self.inner.events.emit(strata_protocol::sdk::SdkMessage::Result(result.clone()));
+                result
+            }
         };
         lock(&self.inner.current_turn).take();
         result
@@ -478,6 +500,9 @@ impl Engine {
     pub async fn close(self) -> Result<Vec<String>, CloseError> {
         let inner = self.inner;
         inner.mcp.shutdown();
+        // Background agents and shell tasks stop with the session (their owner).
+        inner.lifetime.cancel();
+        inner.agents.shutdown();
         tokio::task::spawn_blocking(move || {
             let synced = inner.recorder.turn_end();
             let mut warnings = Vec::new();
@@ -511,14 +536,32 @@ impl Inner {
         }
     }
 
+    /// The main agent's context for a turn cancelled by `cancel`: it reads and writes the
+    /// root store and its tools run in the session's tool context.
+    fn root_agent(&self, cancel: &CancellationToken) -> crate::context::ToolUseContext {
+        let mut tools = self.tool_context.clone();
+        tools.cancel = cancel.clone();
+        crate::context::ToolUseContext::root(
+            &self.store,
+            tools,
+            Arc::new(crate::context::NoopCallbacks),
+        )
+    }
+
     /// What one turn of this session needs (the query loop sees nothing else).
-    fn turn_context<'a>(&'a self, tools: &'a ToolRegistry) -> TurnContext<'a> {
+    fn turn_context<'a>(
+        &'a self,
+        tools: &'a ToolRegistry,
+        agent: &'a crate::context::ToolUseContext,
+    ) -> TurnContext<'a> {
         TurnContext {
             session_id: &self.session_id,
             store: &self.store,
             provider: &*self.provider,
             tools,
-            tool_context: &self.tool_context,
+            agent,
+            agents: &self.agents,
+            task: None,
             host: self,
             permission_env: &self.permission_env,
             prompter: self.prompter.as_deref(),

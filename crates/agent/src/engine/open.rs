@@ -198,14 +198,32 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         .handles
         .scope
         .create_root(initial, EffectsHub::new(ports))?;
+    // User hooks: the settings' `hooks` join those the host brought (SDK callbacks are
+    // added at `initialize`). Read once at start, as the reference agent does.
+    let mut sdk = options.sdk;
+    if let Some(value) = merged.settings.extra.get("hooks") {
+        let hooks = sdk
+            .hooks
+            .get_or_insert_with(|| Arc::new(crate::hooks::Hooks::new()));
+        warnings.extend(hooks.add_settings(value, "settings hooks"));
+    }
+    // Agent types: built in, the user's and the project's files, the host's JSON.
+    let (mut definitions, agent_warnings) =
+        crate::agents::AgentDefinitions::load(&config_dir, &project_root);
+    warnings.extend(agent_warnings);
+    if let Some(agents) = &sdk.agents {
+        warnings.extend(definitions.add_json(agents, "--agents"));
+    }
+    let definitions = Arc::new(Mutex::new(definitions));
     // A tool a whole-tool deny rule names is not offered to the model at all.
     let tools = {
         let state = root.store().store().get();
         let ctx = &state.tool_permission_context;
-        ToolRegistry::default().filtered(|t| {
+        let mut all = crate::tools::default_tools();
+        all.push(Arc::new(crate::agents::Agent::new(Arc::clone(&definitions))));
+        ToolRegistry::new(all).filtered(|t| {
             !ctx.denies_tool_entirely(t.name())
-                && options
-                    .sdk
+                && sdk
                     .tools
                     .as_ref()
                     .is_none_or(|only| only.iter().any(|n| n == t.name()))
@@ -232,11 +250,12 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
 
     // The transcript (created with the first message) and file history.
     let writer = TranscriptWriter::for_session(&layout)?;
+    let branch = git_branch(&cwd);
     let recorder = Arc::new(Recorder::new(
         writer,
         session.clone(),
         cwd.to_string_lossy().into_owned(),
-        git_branch(&cwd),
+        branch.clone(),
         loaded.as_ref().and_then(LoadedSession::leaf_uuid),
     ));
     let file_history = Arc::new(super::file_history::SessionFileHistory::new(
@@ -253,19 +272,55 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     }
     let prompt_uuid = Arc::new(Mutex::new(String::new()));
     let store = root.store().store().clone();
+    // Background work: its events go to the stream and the main agent's notifications;
+    // it stops when the session does.
+    let lifetime = tokio_util::sync::CancellationToken::new();
+    let notifications = Arc::new(crate::background::Notifications::default());
+    let observer: Arc<dyn crate::background::TaskObserver> =
+        Arc::new(crate::background::SessionTaskEvents {
+            events: Arc::clone(&options.events),
+            session_id: session.clone(),
+            notifications: Arc::clone(&notifications),
+        });
+    let agents = crate::agents::AgentRuntime::new(crate::agents::AgentRuntimeParts {
+        session_id: session.clone(),
+        root: store.clone(),
+        provider: Arc::clone(&options.provider),
+        permission_env: Arc::clone(&permission_env),
+        observer: Arc::clone(&observer),
+        notifications,
+        bootstrap: bootstrap.clone(),
+        layout: layout.clone(),
+        file_history: Arc::clone(&file_history),
+        prompt_uuid: Arc::clone(&prompt_uuid),
+        sdk: sdk.clone(),
+        definitions,
+        cwd: cwd.clone(),
+        git_branch: branch.clone(),
+        lifetime: lifetime.clone(),
+    });
     let hooks = SessionHooks {
         file_history: Arc::clone(&file_history),
         layout: layout.clone(),
         store: store.clone(),
         prompt_uuid: Arc::clone(&prompt_uuid),
-        shell_tasks: Arc::new(crate::tools::bash::background::ShellTasks::new(
-            Some(store.clone()),
-            layout.tasks_dir(),
-        )),
+        shell_tasks: Arc::new(
+            crate::tools::bash::background::ShellTasks::new(
+                Some(store.clone()),
+                layout.tasks_dir(),
+            )
+            .with_observer(observer),
+        ),
         bootstrap: bootstrap.clone(),
+        agents: Arc::clone(&agents),
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());
+    tool_context.owner = crate::tools::TaskOwner {
+        lifetime: lifetime.clone(),
+        agent_task_id: None,
+        depth: 0,
+    };
     // Bash's `cd` check reads the additional directories where they live: the store.
     tool_context.working_dirs = {
         let (store, env) = (store.clone(), Arc::clone(&permission_env));
@@ -292,15 +347,6 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     let settings_watcher =
         live_settings::watch(&root, files.clone(), permission_warnings, &mut warnings);
 
-    // User hooks: the settings' `hooks` join those the host brought (SDK callbacks are
-    // added at `initialize`). Read once at start, as the reference agent does.
-    let mut sdk = options.sdk;
-    if let Some(value) = merged.settings.extra.get("hooks") {
-        let hooks = sdk
-            .hooks
-            .get_or_insert_with(|| Arc::new(crate::hooks::Hooks::new()));
-        warnings.extend(hooks.add_settings(value, "settings hooks"));
-    }
     // The system prompt's inputs (memory files, git) are gathered now, `git status` on its
     // own thread; the prompt itself is built at the first request.
     let prompt = crate::prompt::SessionPrompt::gather(
@@ -343,6 +389,8 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         _settings_watcher: settings_watcher,
         sdk,
         long,
+        agents,
+        lifetime,
     })
 }
 

@@ -27,60 +27,69 @@ impl Inner {
     /// (it locks and fsyncs), so on a multi-thread runtime the update runs off the async
     /// workers.
     pub(crate) fn apply_permission_updates(&self, values: &[Value]) {
-        let (updates, mut problems) = parse_updates(values);
-        if updates.is_empty() {
-            report(problems);
-            return;
-        }
-        let env = Arc::clone(&self.permission_env);
-        let resolve = move |d: &std::path::Path| env.absolute_dir(d);
-        let apply = || {
-            let mut found = Vec::new();
-            let _ = self.store.update(|s| {
-                found.clear();
-                let mut edits: Vec<SettingsEdit> = Vec::new();
-                let mut ctx = s.tool_permission_context.clone();
-                for update in &updates {
-                    match update {
-                        PermissionUpdate::SetMode { mode, destination } => {
-                            let bypass = bypass_of(&ctx, &s.settings);
-                            match mode
-                                .parse::<PermissionMode>()
-                                .map_err(|e| e.to_string())
-                                .and_then(|m| {
-                                    check_mode_change(m, bypass).map_err(|e| e.to_string())
-                                }) {
-                                Ok(allowed) => {
-                                    ctx.mode = allowed;
-                                    edits.extend(default_mode_edit(*destination, mode));
-                                }
-                                Err(e) => found.push(format!("permission mode ignored: {e}")),
-                            }
-                        }
-                        other => match apply_permission_update(&mut ctx, other, &resolve) {
-                            Ok(edit) => edits.extend(edit),
-                            Err(e) => found.push(e.to_string()),
-                        },
-                    }
-                }
-                if !edits.is_empty() {
-                    ctx.last_settings_edits = Some(Arc::from(edits));
-                }
-                if ctx != s.tool_permission_context {
-                    s.tool_permission_context = ctx;
-                }
-            });
-            found
-        };
-        let multi_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        problems.extend(if multi_thread {
-            tokio::task::block_in_place(apply)
-        } else {
-            apply()
-        });
-        report(problems);
+        apply_permission_updates(&self.store, &self.permission_env, values);
     }
+}
+
+/// [`Inner::apply_permission_updates`] on `store` with `env`: a synchronous sub-agent's
+/// prompt answers change the session's permissions the same way.
+pub(crate) fn apply_permission_updates(
+    store: &strata_store::Store<strata_state::AppState>,
+    env: &Arc<crate::permissions::PermissionEnv>,
+    values: &[Value],
+) {
+    let (updates, mut problems) = parse_updates(values);
+    if updates.is_empty() {
+        report(problems);
+        return;
+    }
+    let env = Arc::clone(env);
+    let resolve = move |d: &std::path::Path| env.absolute_dir(d);
+    let apply = || {
+        let mut found = Vec::new();
+        let _ = store.update(|s| {
+            found.clear();
+            let mut edits: Vec<SettingsEdit> = Vec::new();
+            let mut ctx = s.tool_permission_context.clone();
+            for update in &updates {
+                match update {
+                    PermissionUpdate::SetMode { mode, destination } => {
+                        let bypass = bypass_of(&ctx, &s.settings);
+                        match mode
+                            .parse::<PermissionMode>()
+                            .map_err(|e| e.to_string())
+                            .and_then(|m| check_mode_change(m, bypass).map_err(|e| e.to_string()))
+                        {
+                            Ok(allowed) => {
+                                ctx.mode = allowed;
+                                edits.extend(default_mode_edit(*destination, mode));
+                            }
+                            Err(e) => found.push(format!("permission mode ignored: {e}")),
+                        }
+                    }
+                    other => match apply_permission_update(&mut ctx, other, &resolve) {
+                        Ok(edit) => edits.extend(edit),
+                        Err(e) => found.push(e.to_string()),
+                    },
+                }
+            }
+            if !edits.is_empty() {
+                ctx.last_settings_edits = Some(Arc::from(edits));
+            }
+            if ctx != s.tool_permission_context {
+                s.tool_permission_context = ctx;
+            }
+        });
+        found
+    };
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    problems.extend(if multi_thread {
+        tokio::task::block_in_place(apply)
+    } else {
+        apply()
+    });
+    report(problems);
 }
 
 fn report(problems: Vec<String>) {

@@ -1,7 +1,7 @@
 //! [`SessionHooks`]: what tools reach of the session — file history before edits (a
 //! store update of the app state's file-history domain), the
-//! side folder for large outputs, the todo list in the app store, and the background
-//! shell tasks.
+//! side folder for large outputs, the todo list in the app store, the background
+//! shell tasks and background agents.
 
 use crate::sync::lock;
 use std::path::{Path, PathBuf};
@@ -35,6 +35,8 @@ pub(crate) struct SessionHooks {
     pub(crate) shell_tasks: Arc<ShellTasks>,
     /// The bootstrap state, where the session's plan slug lives (BS-5).
     pub(crate) bootstrap: super::BootstrapHandle,
+    /// The session's sub-agents (TaskOutput and TaskStop reach background ones).
+    pub(crate) agents: Arc<crate::agents::AgentRuntime>,
 }
 
 impl ToolHooks for SessionHooks {
@@ -72,6 +74,10 @@ impl ToolHooks for SessionHooks {
 
     fn shell_tasks(&self) -> Option<Arc<ShellTasks>> {
         Some(Arc::clone(&self.shell_tasks))
+    }
+
+    fn agents(&self) -> Option<Arc<crate::agents::AgentRuntime>> {
+        Some(Arc::clone(&self.agents))
     }
 
     fn permission_mode(&self) -> Option<PermissionMode> {

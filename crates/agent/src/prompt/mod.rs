@@ -142,6 +142,14 @@ fn mode_section(out: &mut String, mode: PermissionMode) {
     out.push_str("\n\n");
 }
 
+/// The environment section alone (working directory, platform, date, repository): what
+/// a sub-agent's own prompt is followed by.
+pub fn environment_text(inputs: &PromptInputs) -> String {
+    let mut out = String::new();
+    environment_section(&mut out, inputs);
+    out
+}
+
 fn environment_section(out: &mut String, inputs: &PromptInputs) {
     out.push_str("# Environment\n");
     let _ = writeln!(out, "- Working directory: {}", inputs.cwd.display());

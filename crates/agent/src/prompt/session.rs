@@ -70,6 +70,20 @@ impl SessionPrompt {
         }
     }
 
+    /// A prompt built from `inputs` as they are (a sub-agent's: its parent's inputs with
+    /// its own instructions; the git status is the one the parent read).
+    pub fn from_inputs(inputs: PromptInputs) -> SessionPrompt {
+        let status = GitStatus::known(inputs.git_status.clone());
+        SessionPrompt {
+            state: Mutex::new(State {
+                inputs,
+                status,
+                built: None,
+            }),
+            warnings: Vec::new(),
+        }
+    }
+
     /// The prompt for a request in `mode` (the same value while the mode stays).
     pub fn current(&self, mode: PermissionMode) -> Arc<SystemPrompt> {
         let mut state = lock(&self.state);

@@ -59,17 +59,17 @@ pub(super) async fn run_calls(
         }
     }
 
-    let mut ctx = inner.tool_context.clone();
+    let mut ctx = inner.agent.tools.clone();
     ctx.cancel = cancel.clone();
     // Consecutive concurrency-safe calls run together; any other call runs alone.
     let mut batch: Vec<Cleared> = Vec::new();
     for call in cleared {
         if !call.concurrent || !batch.iter().all(|c| c.concurrent) {
-            run_batch(inner, &ctx, std::mem::take(&mut batch), &mut outputs).await;
+            run_batch(inner, &ctx, std::mem::take(&mut batch), &mut outputs, run).await;
         }
         batch.push(call);
     }
-    run_batch(inner, &ctx, batch, &mut outputs).await;
+    run_batch(inner, &ctx, batch, &mut outputs, run).await;
 
     uses.iter()
         .zip(outputs)
@@ -111,9 +111,10 @@ async fn clear(
         tool.validate(&updated)?;
         input = updated;
     }
-    // One snapshot of the store's permission context: mode, rules, directories, bypass
-    // and the settings files whose rules cannot be read (fail closed).
-    let state = inner.store.get();
+    // One snapshot of the permission context as this agent sees it (SA-4): mode, rules,
+    // directories, bypass and the settings files whose rules cannot be read (fail
+    // closed).
+    let state = inner.agent.app_state();
     let mut ctx = state.tool_permission_context.clone();
     drop(state);
     ctx.should_avoid_permission_prompts |= inner.prompter.is_none();
@@ -126,7 +127,7 @@ async fn clear(
         ctx.should_avoid_permission_prompts = false;
     }
     let permissions = inner.permission_env.view(&ctx);
-    let decision = permissions.check(tool.as_ref(), &input, &inner.tool_context.cwd());
+    let decision = permissions.check(tool.as_ref(), &input, &inner.agent.tools.cwd());
     let decision = with_hook_decision(decision, &pre, &tool_use.name, inner.prompter.is_some());
     let denied = match decision {
         PermissionDecision::Allow => None,
@@ -170,7 +171,7 @@ async fn clear(
                         tool.as_ref(),
                         &input,
                         &permissions,
-                        &inner.tool_context.cwd(),
+                        &inner.agent.tools.cwd(),
                     ),
                 };
                 // Notification: the user is about to be asked.
@@ -274,22 +275,11 @@ fn with_hook_decision(
     }
 }
 
-/// Counts a permission outcome in the app state's denial tracking; returns the counters
-/// after it.
+/// Counts a permission outcome in the running agent's denial tracking (the app state's
+/// for the main agent, a sub-agent's own otherwise: SA-6); returns the counters after it.
 fn record_outcome(inner: &TurnContext<'_>, denied: bool) -> crate::permissions::DenialTracking {
-    let mut after = Default::default();
-    let _ = inner.store.update(|s| {
-        let next = if denied {
-            s.denial_tracking.record_denial()
-        } else {
-            s.denial_tracking.record_allowed()
-        };
-        after = next;
-        if next != s.denial_tracking {
-            s.denial_tracking = next;
-        }
-    });
-    after
+    inner.agent.record_permission_outcome(denied);
+    inner.agent.denial_tracking()
 }
 
 /// Runs the calls of one batch side by side and stores their outputs.
@@ -298,6 +288,7 @@ async fn run_batch(
     ctx: &ToolContext,
     batch: Vec<Cleared>,
     outputs: &mut [Option<ToolOutput>],
+    run: &mut Run,
 ) {
     if batch.is_empty() {
         return;
@@ -315,14 +306,26 @@ async fn run_batch(
         })
         .collect();
     set_in_progress(inner, &ids);
+    run.tool_uses += calls.len() as u64;
+    run.last_tool = calls.last().map(|c| c.1.clone());
     let started = Instant::now();
     let results = join_all(batch.into_iter().map(|c| async move {
+        // The Agent tool runs a sub-agent through this same loop (crate::agents): it needs
+        // the turn, which a plain tool call does not see.
+        if crate::agents::is_agent_tool(&c.name) {
+            let (output, totals) = inner.agents.run_call(inner, c.call).await;
+            return (c.index, output, totals);
+        }
         let output = inner.tools.call(&c.name, c.call, ctx).await;
-        (c.index, output)
+        (c.index, output, None)
     }))
     .await;
     inner.bootstrap.add_tool_duration(started.elapsed());
-    for (index, output) in results {
+    for (index, output, totals) in results {
+        // A sub-agent's usage counts in its caller's result.
+        if let Some(totals) = totals {
+            run.totals.merge(&totals);
+        }
         if output.lines_added > 0 || output.lines_removed > 0 {
             inner
                 .bootstrap

@@ -20,7 +20,9 @@ use super::ports::{EventSink, PermissionPrompter};
 use crate::permissions::PermissionEnv;
 use crate::provider::Provider;
 use crate::record::Recorder;
-use crate::tools::{ToolContext, ToolRegistry};
+use crate::agents::{AgentRuntime, TaskReport};
+use crate::context::ToolUseContext;
+use crate::tools::ToolRegistry;
 
 /// What the session computes live for a turn.
 pub(crate) trait TurnHost: Send + Sync {
@@ -33,13 +35,25 @@ pub(crate) trait TurnHost: Send + Sync {
 /// What one turn needs: the store (the conversation and everything a UI reads), the
 /// provider, the tools and their context, the permission gate and who answers prompts,
 /// the transcript recorder and file history, the bootstrap counters, and the event sink.
+///
+/// The main agent and every sub-agent run turns through the same loop; what differs is
+/// here. `store` holds the conversation: the session's root store for the main agent, a
+/// private one for a sub-agent (its conversation is its own). `agent` is the running
+/// agent's [`ToolUseContext`]: its permission decisions read the app state through it
+/// (SA-4: a background agent's reader says prompts are to be avoided), its denials are
+/// counted through it (SA-6) and its tools run in its tool context (SA-6: its own copy of
+/// the working directory and the files read).
 pub(crate) struct TurnContext<'a> {
     pub(crate) session_id: &'a String,
     pub(crate) store: &'a Store<AppState>,
     pub(crate) provider: &'a dyn Provider,
     pub(crate) tools: &'a ToolRegistry,
-    /// The tools' context; each turn clones it with the turn's cancellation.
-    pub(crate) tool_context: &'a ToolContext,
+    /// The running agent's context: permission state, denial counters, identity, tools.
+    pub(crate) agent: &'a ToolUseContext,
+    /// Runs the Agent tool's sub-agents.
+    pub(crate) agents: &'a std::sync::Arc<AgentRuntime>,
+    /// A background agent's task, told of its progress; `None` otherwise.
+    pub(crate) task: Option<&'a TaskReport>,
     /// Permission updates and the model.
     pub(crate) host: &'a dyn TurnHost,
     /// The fixed facts a permission decision reads beside the store.
@@ -71,9 +85,19 @@ impl TurnContext<'_> {
         crate::hooks::HookSession {
             session_id: self.session_id.clone(),
             transcript_path: self.recorder.path(),
-            cwd: self.tool_context.cwd(),
-            permission_mode: self.store.get().tool_permission_context.mode.to_string(),
+            cwd: self.agent.tools.cwd(),
+            permission_mode: self.permission_mode().to_string(),
         }
+    }
+
+    /// The permission mode as the running agent sees it.
+    pub(crate) fn permission_mode(&self) -> strata_protocol::permission::PermissionMode {
+        self.agent.app_state().tool_permission_context.mode
+    }
+
+    /// True for a sub-agent's turn.
+    pub(crate) fn is_subagent(&self) -> bool {
+        self.agent.identity.depth > 0
     }
 
     /// The session's hooks, when any are registered.

@@ -68,6 +68,10 @@ struct Run {
     final_text: String,
     /// Why the last response stopped, as the API names it.
     stop_reason: Option<String>,
+    /// Tool calls made (a sub-agent's `totalToolUseCount`, its task's progress).
+    tool_uses: u64,
+    /// The tool called last.
+    last_tool: Option<String>,
 }
 
 /// How a run ended.
@@ -79,7 +83,8 @@ enum Outcome {
     Failed,
 }
 
-/// Runs `prompt` to the end of the turn and returns (and emits) the `result` line.
+/// Runs `prompt` to the end of the turn and returns its `result` line (the engine emits
+/// it: a result may be held back while background agents finish).
 pub(crate) async fn run_turn(
     inner: &TurnContext<'_>,
     prompt: Message,
@@ -88,7 +93,71 @@ pub(crate) async fn run_turn(
 ) -> ResultMessage {
     let started = Instant::now();
     let mut run = Run::default();
-    let outcome = match turn(inner, prompt, prompt_uuid, &cancel, &mut run).await {
+    let outcome = run_to_end(inner, prompt, prompt_uuid, &cancel, &mut run).await;
+    result_message(inner, outcome, run, started)
+}
+
+/// What a sub-agent's run produced (`crate::agents` turns it into the Agent tool's
+/// result).
+pub(crate) struct AgentRun {
+    /// The final answer (the text of the last response).
+    pub(crate) final_text: String,
+    /// Usage and cost, by model.
+    pub(crate) totals: RunTotals,
+    /// Tool calls made.
+    pub(crate) tool_uses: u64,
+    /// `None` when it succeeded; else why not.
+    pub(crate) failure: Option<AgentFailure>,
+}
+
+/// Why a sub-agent's run did not succeed.
+pub(crate) enum AgentFailure {
+    /// Cancelled (stopped, or its caller interrupted).
+    Cancelled,
+    /// It failed; the errors, phrased for the user.
+    Failed(Vec<String>),
+}
+
+/// Runs a sub-agent's `prompt` through the loop to its end (no `result` line: the Agent
+/// tool's result is its caller's).
+pub(crate) async fn run_agent(
+    inner: &TurnContext<'_>,
+    prompt: Message,
+    cancel: &CancellationToken,
+) -> AgentRun {
+    let mut run = Run::default();
+    let outcome = run_to_end(inner, prompt, None, cancel, &mut run).await;
+    let failure = match outcome {
+        Outcome::Success if run.errors.is_empty() => None,
+        Outcome::Interrupted => Some(AgentFailure::Cancelled),
+        Outcome::MaxTurns => Some(AgentFailure::Failed(
+            std::iter::once(format!(
+                "the agent reached its limit of {} model calls",
+                run.num_turns
+            ))
+            .chain(run.errors.drain(..))
+            .collect(),
+        )),
+        _ if cancel.is_cancelled() => Some(AgentFailure::Cancelled),
+        _ => Some(AgentFailure::Failed(std::mem::take(&mut run.errors))),
+    };
+    AgentRun {
+        final_text: std::mem::take(&mut run.final_text),
+        totals: std::mem::take(&mut run.totals),
+        tool_uses: run.tool_uses,
+        failure,
+    }
+}
+
+/// The turn, made durable at its end.
+async fn run_to_end(
+    inner: &TurnContext<'_>,
+    prompt: Message,
+    prompt_uuid: Option<String>,
+    cancel: &CancellationToken,
+    run: &mut Run,
+) -> Outcome {
+    let outcome = match turn(inner, prompt, prompt_uuid, cancel, run).await {
         Ok(outcome) => outcome,
         Err(message) => {
             run.errors.push(message);
@@ -100,7 +169,20 @@ pub(crate) async fn run_turn(
             .push(format!("the transcript could not be made durable: {e}"));
     }
     set_in_progress(inner, &[]);
-    inner.bootstrap.reset_turn();
+    // The per-turn counters are the main agent's turn; a sub-agent runs inside one.
+    if !inner.is_subagent() {
+        inner.bootstrap.reset_turn();
+    }
+    outcome
+}
+
+/// The `result` line of a run.
+fn result_message(
+    inner: &TurnContext<'_>,
+    outcome: Outcome,
+    mut run: Run,
+    started: Instant,
+) -> ResultMessage {
     let (subtype, is_error) = match outcome {
         Outcome::Success if run.errors.is_empty() => (ResultSubtype::Success, false),
         Outcome::MaxTurns => (ResultSubtype::ErrorMaxTurns, true),
@@ -117,7 +199,7 @@ pub(crate) async fn run_turn(
         }
         Outcome::Success | Outcome::Failed => (ResultSubtype::ErrorDuringExecution, true),
     };
-    let result = ResultMessage {
+    ResultMessage {
         subtype,
         is_error,
         duration_ms: started.elapsed().as_millis() as u64,
@@ -132,10 +214,9 @@ pub(crate) async fn run_turn(
         errors: run.errors,
         stop_reason: run.stop_reason.take(),
         structured_output: None,
+        background_tasks: Vec::new(),
         uuid: uuid::Uuid::new_v4().to_string(),
-    };
-    inner.events.emit(SdkMessage::Result(result.clone()));
-    result
+    }
 }
 
 /// The turn itself. `Err` carries a failure already phrased for the user.
@@ -152,10 +233,15 @@ async fn turn(
         return Err("the prompt is empty: nothing was asked".into());
     }
     // UserPromptSubmit: a hook may block the prompt (it is then neither recorded nor
-    // sent) or add context for the model.
-    let prompt = turn_hooks::user_prompt_submit(inner, prompt, cancel).await?;
+    // sent) or add context for the model. A sub-agent's prompt is its caller's, not the
+    // user's.
+    let prompt = if inner.is_subagent() {
+        prompt
+    } else {
+        turn_hooks::user_prompt_submit(inner, prompt, cancel).await?
+    };
     // The prompt: recorded, snapshotted for rewind, added to the conversation.
-    let mode = inner.store.get().tool_permission_context.mode.to_string();
+    let mode = inner.permission_mode().to_string();
     let prompt_uuid = inner
         .recorder
         .user(
@@ -167,8 +253,11 @@ async fn turn(
             },
         )
         .map_err(|e| format!("the prompt could not be recorded: {e}"))?;
-    *lock(inner.prompt_uuid) = prompt_uuid.clone();
-    snapshot_files(inner, &prompt_uuid);
+    // A sub-agent's edits are tracked in the snapshot of the user prompt it works for.
+    if !inner.is_subagent() {
+        *lock(inner.prompt_uuid) = prompt_uuid.clone();
+        snapshot_files(inner, &prompt_uuid);
+    }
     push_message(inner, prompt);
 
     let mut stop_continuations = 0u32;
@@ -189,6 +278,7 @@ async fn turn(
         }
         run.num_turns += 1;
 
+        deliver_notifications(inner)?;
         compact::maybe_auto_compact(inner, cancel, run).await;
         if cancel.is_cancelled() {
             record_interruption(inner, &[]);
@@ -235,6 +325,9 @@ async fn turn(
         }
 
         let results = calls::run_calls(inner, &uses, &response.invalid_inputs, cancel, run).await;
+        if let Some(task) = inner.task {
+            task.progress(run.totals.total_tokens(), run.tool_uses, run.last_tool.clone());
+        }
         let mut result_blocks = Vec::with_capacity(results.len());
         for result in results {
             let mut content = result.output.content.clone();
@@ -312,7 +405,7 @@ async fn stream_response(
     run: &mut Run,
 ) -> Result<Streamed, String> {
     let state = inner.store.get();
-    let mode = state.tool_permission_context.mode;
+    let mode = inner.permission_mode();
     let request = ModelRequest {
         model: inner.model(),
         system: inner.long.prompt.current(mode).text.clone(),
@@ -494,6 +587,23 @@ fn tool_uses(blocks: &[ContentBlock]) -> Vec<ToolUseBlock> {
         .collect()
 }
 
+/// Gives the main agent's model the task notifications that arrived (background work
+/// that ended): each becomes a user message, recorded, before the next request.
+fn deliver_notifications(inner: &TurnContext<'_>) -> Result<(), String> {
+    if inner.is_subagent() {
+        return Ok(());
+    }
+    for text in inner.agents.notifications().drain() {
+        let message = Message::user_text(text);
+        inner
+            .recorder
+            .user(message.clone(), UserLine::default())
+            .map_err(|e| format!("a task notification could not be recorded: {e}"))?;
+        push_message(inner, message);
+    }
+    Ok(())
+}
+
 /// Records an interrupted turn: error results for tool calls left unanswered, then the
 /// interruption notice, so the conversation stays well-formed for the next request.
 fn record_interruption(inner: &TurnContext<'_>, unanswered: &[ToolUseBlock]) {
@@ -615,6 +725,7 @@ pub(crate) async fn run_compact(
         errors: run.errors,
         stop_reason: run.stop_reason.take(),
         structured_output: None,
+        background_tasks: Vec::new(),
         uuid: uuid::Uuid::new_v4().to_string(),
     };
     inner.events.emit(SdkMessage::Result(result.clone()));

@@ -77,16 +77,27 @@ pub(super) async fn stop(
         return None;
     }
     let stop_hook_active = continuations > 0;
-    let hooks = inner.hooks().filter(|h| h.has(HookEvent::Stop))?;
-    let outcome = hooks
-        .run(
+    // A sub-agent ending its work is SubagentStop (its type is the matcher).
+    let (event, matcher, input) = match &inner.agent.identity.agent_id {
+        Some(agent_id) => (
+            HookEvent::SubagentStop,
+            inner.agent.identity.agent_type.as_deref(),
+            json!({
+                "stop_hook_active": stop_hook_active,
+                "agent_id": agent_id.as_str(),
+                "agent_type": inner.agent.identity.agent_type.as_deref(),
+                "agent_transcript_path": inner.recorder.path(),
+            }),
+        ),
+        None => (
             HookEvent::Stop,
             None,
-            &inner.hook_session(),
             json!({"stop_hook_active": stop_hook_active}),
-            None,
-            cancel,
-        )
+        ),
+    };
+    let hooks = inner.hooks().filter(|h| h.has(event))?;
+    let outcome = hooks
+        .run(event, matcher, &inner.hook_session(), input, None, cancel)
         .await;
     // `continue: false` ends the turn whatever else was said.
     if outcome.stop.is_some() {

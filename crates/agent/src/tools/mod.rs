@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::bash::Bash;
 pub use self::edit::Edit;
 pub(crate) use self::files::normalize as files_normalize;
+pub(crate) use self::input::parse as input_parse;
 pub use self::files::{FileReadState, ReadStamp};
 pub use self::glob::Glob;
 pub use self::grep::Grep;
@@ -68,6 +69,17 @@ pub trait Tool: Send + Sync + fmt::Debug {
 
     /// What the tool does and how to use it (sent to the model).
     fn description(&self) -> &'static str;
+
+    /// The description as sent to the model, when it depends on the session (the Agent
+    /// tool lists the session's agent types). The default is [`Tool::description`].
+    fn describe(&self) -> std::borrow::Cow<'_, str> {
+        std::borrow::Cow::Borrowed(self.description())
+    }
+
+    /// Other names calls may use (a name older transcripts have: `Task` for `Agent`).
+    fn aliases(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// The JSON schema of the input object.
     fn input_schema(&self) -> Value;
@@ -239,6 +251,22 @@ pub struct ToolContext {
     pub read_files: Arc<Mutex<FileReadState>>,
     /// Credentials: removed from tool processes' environment, redacted from results.
     pub secrets: Secrets,
+    /// Who owns the background work these tools start (a background shell stops with
+    /// its owner).
+    pub owner: TaskOwner,
+}
+
+/// The agent that owns background work started by its tools (SA-3, SA-5).
+#[derive(Clone, Debug, Default)]
+pub struct TaskOwner {
+    /// Cancelled when the owner ends — the session closing for the main agent, a
+    /// sub-agent being stopped — and background work it started stops with it. Never
+    /// a turn's token: a background task outlives the turn that started it.
+    pub lifetime: CancellationToken,
+    /// The owning agent's task id; `None` for the main agent.
+    pub agent_task_id: Option<String>,
+    /// How deep the owner is (0: the main agent).
+    pub depth: u32,
 }
 
 impl fmt::Debug for ToolContext {
@@ -263,6 +291,7 @@ impl ToolContext {
             hooks,
             read_files: Arc::new(Mutex::new(FileReadState::default())),
             secrets: Secrets::default(),
+            owner: TaskOwner::default(),
         }
     }
 
@@ -346,6 +375,12 @@ pub trait ToolHooks: Send + Sync {
         None
     }
 
+    /// The session's sub-agents (TaskOutput and TaskStop on a background agent). The
+    /// default has none.
+    fn agents(&self) -> Option<Arc<crate::agents::AgentRuntime>> {
+        None
+    }
+
     /// The session's permission mode now; `None` outside a session.
     fn permission_mode(&self) -> Option<PermissionMode> {
         None
@@ -421,9 +456,12 @@ impl ToolRegistry {
         Self { tools }
     }
 
-    /// The tool called `name`.
+    /// The tool called `name` (or with `name` among its aliases).
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.iter().find(|t| t.name() == name)
+        self.tools
+            .iter()
+            .find(|t| t.name() == name)
+            .or_else(|| self.tools.iter().find(|t| t.aliases().contains(&name)))
     }
 
     /// Every tool, in order.
@@ -456,7 +494,7 @@ impl ToolRegistry {
             .iter()
             .map(|t| ToolDefinition {
                 name: t.name().to_owned(),
-                description: t.description().to_owned(),
+                description: t.describe().into_owned(),
                 input_schema: t.input_schema(),
             })
             .collect()
@@ -526,6 +564,10 @@ impl ToolHooks for RedactingHooks {
 
     fn shell_tasks(&self) -> Option<Arc<bash::background::ShellTasks>> {
         self.inner.shell_tasks()
+    }
+
+    fn agents(&self) -> Option<Arc<crate::agents::AgentRuntime>> {
+        self.inner.agents()
     }
 
     fn permission_mode(&self) -> Option<PermissionMode> {

@@ -1,5 +1,6 @@
-//! `TaskOutput` and `TaskStop`: reading and stopping the session's background shell
-//! tasks (started by Bash with `run_in_background`, see [`super::bash::background`]).
+//! `TaskOutput` and `TaskStop`: reading and stopping the session's background tasks —
+//! shell commands started by Bash with `run_in_background` ([`super::bash::background`])
+//! and background agents (`crate::agents`).
 //!
 //! Names and inputs follow the reference agent's transcripts: `TaskOutput` takes
 //! `task_id`, `block` (wait for the task to end, default true) and `timeout`
@@ -125,6 +126,59 @@ fn render(snapshot: &ShellSnapshot, waited: bool, id: &str, ctx: &ToolContext) -
     }))
 }
 
+/// What TaskOutput says of a background agent: its status and, once it ended, its
+/// answer.
+fn render_agent(
+    snapshot: &crate::agents::AgentSnapshot,
+    waited: bool,
+    id: &str,
+    ctx: &ToolContext,
+) -> ToolOutput {
+    use strata_protocol::sdk::TaskEndStatus;
+    let (retrieval, status) = match (&snapshot.end, waited) {
+        (Some(end), _) => (
+            "success",
+            match end.status {
+                TaskEndStatus::Completed => "completed",
+                TaskEndStatus::Failed => "failed",
+                TaskEndStatus::Stopped => "killed",
+            },
+        ),
+        (None, true) => ("timeout", "running"),
+        (None, false) => ("not_ready", "running"),
+    };
+    let output = snapshot
+        .end
+        .as_ref()
+        .map(|e| e.result.clone())
+        .unwrap_or_default();
+    let parts = [
+        format!("<retrieval_status>{retrieval}</retrieval_status>"),
+        format!("<task_id>{}</task_id>", snapshot.id),
+        "<task_type>local_agent</task_type>".to_owned(),
+        format!("<status>{status}</status>"),
+        if output.is_empty() {
+            format!(
+                "<output>(still working; its transcript is {})</output>",
+                snapshot.transcript.display()
+            )
+        } else {
+            format!("<output>\n{}\n</output>", output.trim_end())
+        },
+    ];
+    let capped = cap(parts.join("\n\n"), id, ctx.hooks.as_ref());
+    ToolOutput::ok(capped.text).with_detail(json!({
+        "retrieval_status": retrieval,
+        "task": {
+            "task_id": snapshot.id,
+            "task_type": "local_agent",
+            "status": status,
+            "description": snapshot.description,
+            "output": output,
+        },
+    }))
+}
+
 impl Tool for TaskOutput {
     fn name(&self) -> &'static str {
         "TaskOutput"
@@ -181,6 +235,22 @@ impl Tool for TaskOutput {
                 Ok(parsed) => parsed,
                 Err(err) => return err,
             };
+            if let Some(agents) = ctx.hooks.agents() {
+                let id = input.task_id.trim();
+                let read = tokio::select! {
+                    read = agents.read_agent(id, wait) => read,
+                    () = ctx.cancel.cancelled() => agents.read_agent(id, None).await,
+                };
+                if let Some(snapshot) = read {
+                    return render_agent(&snapshot, wait.is_some(), &call.id, ctx);
+                }
+                if let Some(path) = agents.evicted_output(id) {
+                    return ToolOutput::error(format!(
+                        "Agent {id} ended and was removed from the task list afterwards;                          its answer is in {}.",
+                        path.display()
+                    ));
+                }
+            }
             let Some(tasks) = ctx.hooks.shell_tasks() else {
                 return ToolOutput::error(NO_SESSION);
             };
@@ -271,6 +341,23 @@ impl Tool for TaskStop {
                 Ok(id) => id,
                 Err(err) => return err,
             };
+            if let Some(stopped) = match ctx.hooks.agents() {
+                Some(agents) => agents.stop_agent(&id).await,
+                None => None,
+            } {
+                return match stopped {
+                    Ok(end) => ToolOutput::ok(format!(
+                        "Agent {id} {}; its answer so far is in the task notification.",
+                        crate::agents::describe_end(&end)
+                    ))
+                    .with_detail(json!({
+                        "message": format!("Successfully stopped task: {id}"),
+                        "task_id": id,
+                        "task_type": "local_agent",
+                    })),
+                    Err(e) => ToolOutput::error(e),
+                };
+            }
             let Some(tasks) = ctx.hooks.shell_tasks() else {
                 return ToolOutput::error(NO_SESSION);
             };

@@ -24,13 +24,12 @@
 //! calls that need approval are denied and listed in the result's `permission_denials`.
 //! It also reads what the SDKs put in it: `systemPrompt` and `appendSystemPrompt` (they
 //! replace the flags' values), `hooks` (callbacks registered by id, called back with
-//! `hook_callback` requests: [`super::callbacks`]); `agents` and `mcpServers` name
-//! capabilities not built yet and are reported on stderr.
+//! `hook_callback` requests: [`super::callbacks`]), `agents` (agent types for the Agent
+//! tool) and `mcpServers` (servers started at once).
 //!
-//! Requests for capabilities a later part of issue 14 builds are answered with an error
-//! naming the capability, never a silent success: `stop_task` (background tasks),
-//! `mcp_*` (MCP servers). Each has its own arm in [`Controller::other`], where its owner
-//! replaces the error with the real answer.
+//! The requests the protocol crate does not type have their own arms in
+//! [`Controller::other`]: `stop_task` (a background shell or agent), the `mcp_*` ones;
+//! any other subtype is answered with an error naming it, never a silent success.
 
 use std::sync::Arc;
 
@@ -145,9 +144,15 @@ impl Controller {
         };
         let subtype = body.get("subtype").and_then(Value::as_str);
         match subtype {
-            Some("stop_task") => Err("stop_task: stopping background tasks (task messages) is \
-                                      not built in this version of strata"
-                .into()),
+            // Acknowledged at once; the task's `task_notification` (status `stopped`)
+            // follows when it has ended, as the SDKs expect.
+            Some("stop_task") => {
+                let id = body
+                    .get("task_id")
+                    .and_then(Value::as_str)
+                    .ok_or("stop_task needs \"task_id\": the task's id")?;
+                self.engine.request_stop(id).map(|()| None)
+            }
             Some("mcp_status") => Ok(Some(self.engine.mcp_status())),
             Some("mcp_reconnect") => self
                 .engine
@@ -212,17 +217,15 @@ impl Controller {
                 )),
             }
         }
-        for (key, what) in [
-            ("agents", "custom sub-agents"),
-            ("mcpServers", "MCP servers"),
-        ] {
-            if extra
-                .get(key)
-                .is_some_and(|v| !v.is_null() && v != &json!({}))
+        // The host's agent types join the session's (the SDKs send them here, not as
+        // `--agents`).
+        if let Some(agents) = extra.get("agents").filter(|v| !v.is_null()) {
+            for problem in self
+                .engine
+                .agents()
+                .add_definitions(agents, "initialize.agents")
             {
-                super::warn(format_args!(
-                    "initialize: \"{key}\" was ignored: {what} are not built in this version"
-                ));
+                super::warn(format_args!("{problem}"));
             }
         }
         let init = self.engine.init_message();
@@ -248,7 +251,19 @@ impl Controller {
             "output_style": init.output_style,
             "available_output_styles": [init.output_style],
             "models": models,
-            "agents": [],
+            "agents": self
+                .engine
+                .agents()
+                .definitions()
+                .iter()
+                .map(|d| {
+                    let mut info = json!({"name": d.name, "description": d.description});
+                    if let Some(model) = &d.model {
+                        info["model"] = json!(model);
+                    }
+                    info
+                })
+                .collect::<Vec<_>>(),
             "account": {"apiKeySource": init.api_key_source},
             "permission_prompts": if self.prompts_to_client { "stdio" } else { "none" },
         })))

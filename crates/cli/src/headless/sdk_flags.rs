@@ -17,8 +17,9 @@
 //! | `--await-initialize` | accepted: strata answers `initialize` whenever it comes |
 //! | `--mcp-config`, `--strict-mcp-config` | the session's MCP servers (`strata-mcp`; top-level flags) |
 //! | `--max-thinking-tokens` | the thinking budget (`0`: off) |
+//! | `--agents` | agent types for the Agent tool (JSON), over the agent files' |
 //! | `--thinking`, `--thinking-display`, `--effort`, `--task-budget`, `--agent`, `--project-config-root`, `--plugin-dir-no-mcp`, `--resume-session-at`, `--resume-drops-turn`, `--session-mirror`, `--initialize-fields`, `--managed-settings[-in-initialize]`, `--permission-prompts`, `--channels` (the TypeScript SDK's newer flags) | reported |
-//! | `--fallback-model`, `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--no-session-persistence`, `--json-schema`, `--agents`, `--plugin-dir`, `--replay-user-messages` | reported |
+//! | `--fallback-model`, `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--no-session-persistence`, `--json-schema`, `--plugin-dir`, `--replay-user-messages` | reported |
 
 use crate::args::SdkArgs;
 use crate::exit::Failure;
@@ -37,6 +38,8 @@ pub(crate) struct SdkSetup {
     pub(crate) session_id: Option<uuid::Uuid>,
     /// `--tools`: the only built-in tools offered (`None`: all).
     pub(crate) tools: Option<Vec<String>>,
+    /// `--agents`: agent types as JSON (`{name: {description, prompt, …}}`).
+    pub(crate) agents: Option<serde_json::Value>,
     /// The flags given that strata does not honour yet, as `--flag: why`.
     pub(crate) unsupported: Vec<String>,
 }
@@ -98,7 +101,7 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
             );
         }
     }
-    let simple: [(&str, bool, &str); 10] = [
+    let simple: [(&str, bool, &str); 9] = [
         (
             "--fallback-model",
             args.fallback_model.is_some(),
@@ -133,11 +136,6 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
             "--json-schema",
             args.json_schema.is_some(),
             "structured output is not built yet; the result has no structured_output",
-        ),
-        (
-            "--agents",
-            args.agents.is_some(),
-            "custom sub-agents are not built yet",
         ),
         (
             "--plugin-dir",
@@ -181,7 +179,17 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
         }
     }
     let tools = tool_list(&args.tools);
+    let agents = match &args.agents {
+        Some(json) => Some(serde_json::from_str(json).map_err(|e| {
+            Failure::usage(format!(
+                "--agents: not JSON ({e}); give an object such as \
+                 {{\"reviewer\": {{\"description\": \"…\", \"prompt\": \"…\"}}}}"
+            ))
+        })?),
+        None => None,
+    };
     Ok(SdkSetup {
+        agents,
         tools,
         system_prompt,
         append_system_prompt: args.append_system_prompt,

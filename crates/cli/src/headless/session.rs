@@ -91,6 +91,10 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             session_id: sdk.session_id,
             tools: sdk.tools,
             hooks: Some(hooks),
+            // As the reference's print mode: a turn's result waits for the background
+            // agents it started (their notifications are turns of their own).
+            hold_result_for_agents: true,
+            agents: sdk.agents,
         },
     };
     let unsupported_flags = sdk.unsupported;
@@ -316,6 +320,14 @@ async fn stream(
                     }
                 }
             },
+            // Background work that ended while the session was idle (a shell task's
+            // notification): the model hears of it in a turn of its own.
+            () = engine.agents().notifications().wait(), if running.is_none() && queue.is_empty() && input_open => {
+                let texts = engine.agents().notifications().drain();
+                if !texts.is_empty() {
+                    queue.push_back((Message::user_text(texts.join("\n\n")), None));
+                }
+            }
             () = session.cancelled(), if !queue.is_empty() || input_open => {
                 // Ctrl-C: the running turn's token is a child and is cancelled too; queued
                 // prompts are dropped and no more input is read.

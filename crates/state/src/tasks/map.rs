@@ -218,6 +218,7 @@ mod tests {
                 retain,
                 disk_loaded: false,
                 evict_after_ms: None,
+                progress: Default::default(),
             }),
         )
     }

@@ -27,7 +27,7 @@ pub mod updaters;
 pub use handles::{Cancel, TaskHandles};
 pub use map::{EVICTION_GRACE_MS, TaskMap};
 pub use model::{
-    InProcessTeammate, LocalAgent, LocalShell, RemoteAgent, TaskId, TaskKind, TaskMessages,
+    AgentProgress, InProcessTeammate, LocalAgent, LocalShell, RemoteAgent, TaskId, TaskKind, TaskMessages,
     TaskState, TaskStatus,
 };
 pub use selectors::{InputTarget, input_target, viewed_teammate_task};

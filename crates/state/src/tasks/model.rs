@@ -248,6 +248,19 @@ pub struct LocalAgent {
     pub disk_loaded: bool,
     /// When a finished, released task may be removed (ms since the epoch).
     pub evict_after_ms: Option<u64>,
+    /// How far it has got (a task list shows it).
+    pub progress: AgentProgress,
+}
+
+/// A running agent's totals so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentProgress {
+    /// Tool calls made.
+    pub tool_uses: u64,
+    /// Tokens of its model responses (input, cache and output).
+    pub tokens: u64,
+    /// The tool it called last.
+    pub last_tool: Option<Arc<str>>,
 }
 
 /// A teammate running in this process.

@@ -87,7 +87,7 @@ impl TasksDomain {
     /// use strata_state::tasks::{LocalAgent, TaskId, TaskKind, TaskMap, TaskState, TasksDomain};
     /// let id = TaskId::generate('a');
     /// let agent = LocalAgent { agent_id: "a1".into(), agent_type: None, messages: Default::default(),
-    ///     retain: false, disk_loaded: false, evict_after_ms: None };
+    ///     retain: false, disk_loaded: false, evict_after_ms: None, progress: Default::default() };
     /// let tasks = TaskMap::default().register(TaskState::new(id.clone(), "review", 0, TaskKind::LocalAgent(agent))).unwrap();
     /// let domain = TasksDomain { tasks, ..Default::default() };
     /// let viewing = domain.enter_view(&id, Some(Default::default())).unwrap();

@@ -131,6 +131,7 @@ mod tests {
                 retain: false,
                 disk_loaded: false,
                 evict_after_ms: None,
+                progress: Default::default(),
             }),
         )
     }

@@ -38,7 +38,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::background::{TaskEnded, TaskObserver, TaskOrigin, TaskStarted, TaskType};
 use crate::procs::{CommandEnv, Report, STOP_WAIT, Supervised};
+use crate::tools::TaskOwner;
+use strata_protocol::sdk::TaskEndStatus;
 use crate::secrets::Redactor;
 use crate::sync::lock;
 
@@ -117,7 +120,11 @@ struct Shell {
     unread: Mutex<Unread>,
     /// `Some` once the task ended (and its output is complete).
     end: watch::Sender<Option<ShellEnd>>,
+    /// Cancelled by `TaskStop` — and, being a child of its owner's lifetime, when the
+    /// agent that started it is stopped (cancelling a parent cancels the child, SA-5).
     stop: CancellationToken,
+    /// Who started it (for the task messages).
+    origin: TaskOrigin,
 }
 
 /// What is left of an evicted task: enough to tell a late reader what happened.
@@ -134,6 +141,8 @@ pub struct ShellTasks {
     shells: Mutex<HashMap<String, Arc<Shell>>>,
     evicted: Arc<Mutex<HashMap<String, Evicted>>>,
     grace: Duration,
+    /// Told when a task starts and ends (the SDK stream, the model's notifications).
+    observer: Option<Arc<dyn TaskObserver>>,
 }
 
 impl std::fmt::Debug for ShellTasks {
@@ -160,7 +169,15 @@ impl ShellTasks {
             shells: Mutex::new(HashMap::new()),
             evicted: Arc::default(),
             grace: Duration::from_millis(EVICTION_GRACE_MS),
+            observer: None,
         }
+    }
+
+    /// The same tasks, reporting their starts and ends to `observer`.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn TaskObserver>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// The same tasks with finished ones evicted `grace` after they end instead of
@@ -197,8 +214,10 @@ impl ShellTasks {
     }
 
     /// Starts `command` with bash in `cwd` with `env` as a background task; its output
-    /// is passed through `redactor` before it is stored. Must be called inside a tokio
-    /// runtime (the task's driver runs on it).
+    /// is passed through `redactor` before it is stored. It belongs to `owner`: stopping
+    /// the owner stops it. `tool_use_id` is the Bash call that started it. Must be called
+    /// inside a tokio runtime (the task's driver runs on it).
+    #[allow(clippy::too_many_arguments)] // one call site, each argument a distinct fact
     pub(crate) fn start(
         self: &Arc<Self>,
         command: &str,
@@ -206,6 +225,8 @@ impl ShellTasks {
         cwd: &Path,
         env: &CommandEnv,
         redactor: Arc<Redactor>,
+        owner: &TaskOwner,
+        tool_use_id: Option<&str>,
     ) -> Result<StartedShell, String> {
         let running = self.running_ids();
         if running.len() >= MAX_BACKGROUND_SHELLS {
@@ -251,7 +272,12 @@ impl ShellTasks {
                 file: Some(file),
             }),
             end,
-            stop: CancellationToken::new(),
+            stop: owner.lifetime.child_token(),
+            origin: TaskOrigin {
+                tool_use_id: tool_use_id.map(str::to_owned),
+                parent_task_id: owner.agent_task_id.clone(),
+                depth: owner.depth,
+            },
         });
         lock(&self.shells).insert(id.to_string(), Arc::clone(&shell));
         if let Some(store) = &self.store {
@@ -279,9 +305,23 @@ impl ShellTasks {
                 .take()
                 .map(|r| spawn_reader(r, Arc::clone(&shell))),
         ];
+        if let Some(observer) = &self.observer {
+            observer.started(TaskStarted {
+                id: id.to_string(),
+                task_type: TaskType::LocalBash,
+                description: shell.description.clone(),
+                origin: shell.origin.clone(),
+                agent_type: None,
+                prompt: None,
+            });
+        }
         let tasks = Arc::downgrade(self);
+        let observer = self.observer.clone();
         tokio::spawn(async move {
             let end = drive(Arc::clone(&shell), supervised, readers, store_of(&tasks)).await;
+            if let Some(observer) = observer {
+                observer.ended(ended_event(&shell, &end));
+            }
             evict_later(tasks, shell, end).await;
         });
         Ok(StartedShell {
@@ -361,6 +401,27 @@ impl ShellTasks {
                 waited: limit,
             }),
         }
+    }
+}
+
+/// What the observer hears when `shell` ended with `end`.
+fn ended_event(shell: &Shell, end: &ShellEnd) -> TaskEnded {
+    let (status, how) = match end {
+        ShellEnd::Exited(0) => (TaskEndStatus::Completed, "completed (exit code 0)".to_owned()),
+        ShellEnd::Exited(code) => (TaskEndStatus::Failed, format!("failed with exit code {code}")),
+        ShellEnd::Killed => (TaskEndStatus::Stopped, "was stopped".to_owned()),
+        ShellEnd::Failed(why) => (TaskEndStatus::Failed, format!("could not run: {why}")),
+    };
+    TaskEnded {
+        id: shell.id.to_string(),
+        task_type: TaskType::LocalBash,
+        description: shell.description.clone(),
+        origin: shell.origin.clone(),
+        status,
+        output_file: shell.output_path.clone(),
+        summary: format!("Background command \"{}\" {how}", shell.description),
+        usage: None,
+        result: None,
     }
 }
 

@@ -149,7 +149,7 @@ impl Tool for Bash {
         Box::pin(async move {
             match BashInput::parse(&call.input) {
                 Ok((input, _)) if input.run_in_background == Some(true) => {
-                    run_in_background(&input, ctx)
+                    run_in_background(&call.id, &input, ctx)
                 }
                 Ok((input, timeout)) => run_bash(&call.id, &input.command, timeout, ctx).await,
                 Err(err) => err,
@@ -169,7 +169,7 @@ fn inside_working_dirs(dir: &std::path::Path, ctx: &ToolContext) -> bool {
 }
 
 /// Starts the command as a background shell task of the session.
-fn run_in_background(input: &BashInput, ctx: &ToolContext) -> ToolOutput {
+fn run_in_background(id: &str, input: &BashInput, ctx: &ToolContext) -> ToolOutput {
     let Some(tasks) = ctx.hooks.shell_tasks() else {
         return ToolOutput::error(
             "Background commands need a session to keep their task and output in; this run \
@@ -193,6 +193,8 @@ fn run_in_background(input: &BashInput, ctx: &ToolContext) -> ToolOutput {
         &cwd,
         &env,
         redactor,
+        &ctx.owner,
+        Some(id),
     ) {
         Ok(started) => ToolOutput::ok(format!(
             "Command running in background with ID: {}. Output is being written to: {}",
