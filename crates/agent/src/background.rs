@@ -161,7 +161,8 @@ pub trait TaskObserver: Send + Sync {
 /// Messages waiting for the main agent's model (task notifications), in arrival order.
 #[derive(Default)]
 pub struct Notifications {
-    queue: Mutex<VecDeque<String>>,
+    /// Each with the kind of task it is about.
+    queue: Mutex<VecDeque<(TaskType, String)>>,
     arrived: tokio::sync::Notify,
 }
 
@@ -172,16 +173,23 @@ impl std::fmt::Debug for Notifications {
 }
 
 impl Notifications {
-    /// Queues `text` and wakes whoever waits.
-    pub fn push(&self, text: String) {
-        lock(&self.queue).push_back(text);
+    /// Queues `text`, about a task of kind `kind`, and wakes whoever waits.
+    pub fn push(&self, kind: TaskType, text: String) {
+        lock(&self.queue).push_back((kind, text));
         self.arrived.notify_waiters();
         self.arrived.notify_one();
     }
 
     /// Takes every waiting message.
     pub fn drain(&self) -> Vec<String> {
-        lock(&self.queue).drain(..).collect()
+        lock(&self.queue).drain(..).map(|(_, text)| text).collect()
+    }
+
+    /// True when a message about an agent waits (a held-back result waits for those).
+    pub fn has_agent_news(&self) -> bool {
+        lock(&self.queue)
+            .iter()
+            .any(|(kind, _)| *kind == TaskType::LocalAgent)
     }
 
     /// True when none waits.
@@ -191,9 +199,21 @@ impl Notifications {
 
     /// Returns once a message is waiting (at once when one already is).
     pub async fn wait(&self) {
+        self.wait_until(|q| !q.is_empty()).await;
+    }
+
+    /// Returns once a message about an agent is waiting.
+    pub async fn wait_for_agent_news(&self) {
+        self.wait_until(|q| q.iter().any(|(kind, _)| *kind == TaskType::LocalAgent))
+            .await;
+    }
+
+    async fn wait_until(&self, ready: impl Fn(&VecDeque<(TaskType, String)>) -> bool) {
         loop {
+            // Made before the check: a push between the check and the await still wakes
+            // it (`notify_waiters` reaches every future made by then).
             let arrived = self.arrived.notified();
-            if !self.is_empty() {
+            if ready(&lock(&self.queue)) {
                 return;
             }
             arrived.await;
@@ -251,7 +271,7 @@ impl TaskObserver for SessionTaskEvents {
 
     fn ended(&self, task: TaskEnded) {
         if task.origin.depth == 0 {
-            self.notifications.push(task.model_text());
+            self.notifications.push(task.task_type, task.model_text());
         }
         self.events
             .emit(SdkMessage::System(SystemMessage::TaskNotification(
@@ -281,7 +301,7 @@ mod tests {
             tokio::spawn(async move { n.wait().await })
         };
         tokio::task::yield_now().await;
-        n.push("done".into());
+        n.push(TaskType::LocalBash, "done".into());
         tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
             .await
             .ok()

@@ -31,6 +31,7 @@ fn tree(root: &ToolUseContext) -> Vec<ToolUseContext> {
                 is_async,
                 share_set_app_state: !is_async,
                 share_abort_controller: false,
+                ..Default::default()
             },
         ));
     }

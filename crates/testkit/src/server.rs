@@ -75,6 +75,29 @@ impl RecordedRequest {
             .collect()
     }
 
+    /// The system prompt's text: the Anthropic `system` field (a string or text blocks),
+    /// or an OpenAI request's `system` message.
+    pub fn system_text(&self) -> String {
+        let body = self.json();
+        let text_of = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+        if let Some(system) = body.get("system") {
+            return text_of(system);
+        }
+        body.get("messages")
+            .and_then(Value::as_array)
+            .and_then(|m| m.iter().find(|m| m["role"] == "system"))
+            .map(|m| text_of(&m["content"]))
+            .unwrap_or_default()
+    }
+
     /// The body as text.
     pub fn body_text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -90,11 +113,27 @@ impl RecordedRequest {
     }
 }
 
-#[derive(Debug, Default)]
+/// Which requests a routed response answers.
+type RoutePredicate = Box<dyn Fn(&RecordedRequest) -> bool + Send + Sync>;
+
+#[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<MockResponse>>,
+    /// Responses for requests that match a predicate, tried before the script (agents
+    /// running side by side make the order of requests unknowable).
+    routes: Mutex<Vec<(RoutePredicate, VecDeque<MockResponse>)>>,
     requests: Mutex<Vec<RecordedRequest>>,
     arrived: Notify,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("script", &lock(&self.script).len())
+            .field("routes", &lock(&self.routes).len())
+            .field("requests", &lock(&self.requests).len())
+            .finish()
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -148,9 +187,44 @@ impl MockServer {
         lock(&self.shared.script).extend(responses);
     }
 
+    /// Queues `response` for the next request `when` accepts; such routed responses are
+    /// tried before the plain queue (requests of agents running side by side arrive in
+    /// no fixed order). Responses of one route are served in the order pushed.
+    pub fn push_when(
+        &self,
+        when: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
+        response: impl Into<MockResponse>,
+    ) {
+        lock(&self.shared.routes).push((Box::new(when), VecDeque::from([response.into()])));
+    }
+
+    /// Queues `response` for the next request whose system prompt contains `needle`.
+    pub fn push_for_system(&self, needle: &str, response: impl Into<MockResponse>) {
+        let needle = needle.to_owned();
+        self.push_when(move |r| r.system_text().contains(&needle), response);
+    }
+
+    /// Queues `response` for the next request whose first user message contains
+    /// `needle` (a sub-agent's task).
+    pub fn push_for_task(&self, needle: &str, response: impl Into<MockResponse>) {
+        let needle = needle.to_owned();
+        self.push_when(
+            move |r| {
+                r.messages()
+                    .first()
+                    .is_some_and(|m| m.to_string().contains(&needle))
+            },
+            response,
+        );
+    }
+
     /// How many queued responses have not been used.
     pub fn pending(&self) -> usize {
         lock(&self.shared.script).len()
+            + lock(&self.shared.routes)
+                .iter()
+                .map(|(_, q)| q.len())
+                .sum::<usize>()
     }
 
     /// Every request received so far, in arrival order.
@@ -212,13 +286,20 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
         let openai = request.is_openai();
+        let routed = {
+            let mut routes = lock(&shared.routes);
+            routes
+                .iter_mut()
+                .find(|(when, queue)| !queue.is_empty() && when(&request))
+                .and_then(|(_, queue)| queue.pop_front())
+        };
         let number = {
             let mut requests = lock(&shared.requests);
             requests.push(request);
             requests.len()
         };
         shared.arrived.notify_waiters();
-        let response = lock(&shared.script).pop_front();
+        let response = routed.or_else(|| lock(&shared.script).pop_front());
         let response = response.unwrap_or_else(|| {
             // Not retryable (400), so a client fails at once with this message.
             MockResponse::error(

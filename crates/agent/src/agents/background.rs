@@ -211,7 +211,7 @@ impl AgentRuntime {
         tokio::spawn(async move {
             let started = Instant::now();
             let run = runtime
-                .run_prepared(&p, None, &NoEvents, Some(&report))
+                .run_prepared(&p, None, Arc::new(NoEvents), Some(&report))
                 .await;
             runtime.finish(&agent, &p, run, started.elapsed(), origin);
             // Its conversation, transcript writer and slot go now; its entry stays for the

@@ -14,12 +14,12 @@ use strata_protocol::sdk::SdkMessage;
 use crate::query::ports::EventSink;
 
 /// Forwards a synchronous sub-agent's messages under its Agent call.
-pub(crate) struct ForwardEvents<'a> {
-    pub(crate) inner: &'a dyn EventSink,
+pub(crate) struct ForwardEvents {
+    pub(crate) inner: Arc<dyn EventSink>,
     pub(crate) parent_tool_use_id: Arc<str>,
 }
 
-impl EventSink for ForwardEvents<'_> {
+impl EventSink for ForwardEvents {
     fn emit(&self, message: SdkMessage) {
         match message {
             SdkMessage::Assistant(mut event) => {

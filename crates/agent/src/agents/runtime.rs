@@ -172,7 +172,20 @@ impl AgentRuntime {
 
     /// Runs one Agent call from `parent`'s turn; returns its result and, for a
     /// synchronous agent, its usage (counted in the caller's result).
-    pub(crate) async fn run_call(
+    ///
+    /// Boxed, with `Send` stated: the loop calls this, and this runs the loop again (for
+    /// the sub-agent), a cycle the compiler cannot see through on its own.
+    pub(crate) fn run_call<'a>(
+        self: &'a Arc<Self>,
+        parent: &'a TurnContext<'a>,
+        call: ToolCall,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = (ToolOutput, Option<RunTotals>)> + Send + 'a>,
+    > {
+        Box::pin(self.run_call_inner(parent, call))
+    }
+
+    async fn run_call_inner(
         self: &Arc<Self>,
         parent: &TurnContext<'_>,
         call: ToolCall,
@@ -239,24 +252,40 @@ impl AgentRuntime {
             return (self.start_background(parent, &call.id, prepared, slot), None);
         }
         let started = Instant::now();
-        let events = ForwardEvents {
-            inner: parent.events,
+        let events: Arc<dyn EventSink> = Arc::new(ForwardEvents {
+            inner: Arc::clone(parent.events),
             parent_tool_use_id: Arc::from(call.id.as_str()),
-        };
-        let run = self
-            .run_prepared(&prepared, parent.prompter, &events, None)
-            .await;
+        });
+        // On a task of its own, though the caller waits for it: a sub-agent's turn polled
+        // inside its caller's would stack each level's frames on one thread's stack.
+        let prompter = parent.prompter.cloned();
+        let runtime = Arc::clone(self);
+        let ran = tokio::spawn(async move {
+            let run = runtime
+                .run_prepared(&prepared, prompter, events, None)
+                .await;
+            (prepared, run)
+        })
+        .await;
         drop(slot);
-        let output = completed_output(&prepared, &run, started.elapsed(), &self.layout);
-        (output, Some(run.totals))
+        match ran {
+            Ok((prepared, run)) => {
+                let output = completed_output(&prepared, &run, started.elapsed(), &self.layout);
+                (output, Some(run.totals))
+            }
+            Err(e) => (
+                ToolOutput::error(format!("The agent stopped abnormally: {e}")),
+                None,
+            ),
+        }
     }
 
     /// Runs a prepared agent to its end through the query loop.
     pub(crate) async fn run_prepared(
         self: &Arc<Self>,
         p: &Prepared,
-        prompter: Option<&dyn PermissionPrompter>,
-        events: &dyn EventSink,
+        prompter: Option<Arc<dyn PermissionPrompter>>,
+        events: Arc<dyn EventSink>,
         task: Option<&super::TaskReport>,
     ) -> AgentRun {
         let turn = TurnContext {
@@ -269,11 +298,11 @@ impl AgentRuntime {
             task,
             host: &p.host,
             permission_env: &self.permission_env,
-            prompter,
+            prompter: prompter.as_ref(),
             recorder: &p.recorder,
             file_history: &self.file_history,
             prompt_uuid: &self.prompt_uuid,
-            events,
+            events: &events,
             bootstrap: &self.bootstrap,
             max_turns: p.definition.max_turns,
             cwd: &self.cwd,

@@ -43,12 +43,14 @@ impl Engine {
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map_or(BACKGROUND_WAIT_CEILING, std::time::Duration::from_millis);
             let deadline = tokio::time::Instant::now() + ceiling;
+            // Only agents hold the result (the reference's rule): a background shell may be
+            // a server that never ends.
             while !cancel.is_cancelled()
                 && (!inner.agents.running_background().is_empty()
-                    || !inner.agents.notifications().is_empty())
+                    || inner.agents.notifications().has_agent_news())
             {
                 let arrived = tokio::select! {
-                    () = inner.agents.notifications().wait() => true,
+                    () = inner.agents.notifications().wait_for_agent_news() => true,
                     () = tokio::time::sleep_until(deadline) => false,
                     () = cancel.cancelled() => false,
                 };

@@ -42,6 +42,11 @@ pub(super) async fn run_calls(
     cancel: &CancellationToken,
     run: &mut Run,
 ) -> Vec<CallResult> {
+    // Every call the model made counts (a sub-agent's `totalToolUseCount`), run or not.
+    run.tool_uses += uses.len() as u64;
+    if let Some(last) = uses.last() {
+        run.last_tool = Some(last.name.clone());
+    }
     let mut outputs: Vec<Option<ToolOutput>> = vec![None; uses.len()];
     let mut cleared = Vec::new();
     for (index, tool_use) in uses.iter().enumerate() {
@@ -306,8 +311,6 @@ async fn run_batch(
         })
         .collect();
     set_in_progress(inner, &ids);
-    run.tool_uses += calls.len() as u64;
-    run.last_tool = calls.last().map(|c| c.1.clone());
     let started = Instant::now();
     let results = join_all(batch.into_iter().map(|c| async move {
         // The Agent tool runs a sub-agent through this same loop (crate::agents): it needs

@@ -58,13 +58,14 @@ pub(crate) struct TurnContext<'a> {
     pub(crate) host: &'a dyn TurnHost,
     /// The fixed facts a permission decision reads beside the store.
     pub(crate) permission_env: &'a PermissionEnv,
-    /// Who answers permission prompts; `None`: calls that need one are denied.
-    pub(crate) prompter: Option<&'a dyn PermissionPrompter>,
+    /// Who answers permission prompts; `None`: calls that need one are denied. Shared
+    /// handles, so a sub-agent's turn, which runs on a task of its own, can hold them.
+    pub(crate) prompter: Option<&'a std::sync::Arc<dyn PermissionPrompter>>,
     pub(crate) recorder: &'a Recorder,
     pub(crate) file_history: &'a crate::file_history::SessionFileHistory,
     /// The uuid of the prompt being answered (file-history snapshots are per prompt).
     pub(crate) prompt_uuid: &'a Mutex<String>,
-    pub(crate) events: &'a dyn EventSink,
+    pub(crate) events: &'a std::sync::Arc<dyn EventSink>,
     pub(crate) bootstrap: &'a Bootstrap,
     pub(crate) max_turns: Option<u32>,
     pub(crate) cwd: &'a PathBuf,
