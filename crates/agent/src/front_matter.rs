@@ -208,7 +208,8 @@ impl FrontMatter {
 fn strip_fence(text: &str) -> Option<&str> {
     let rest = text.strip_prefix("---")?;
     let rest = rest.trim_start_matches([' ', '\t']);
-    rest.strip_prefix("\r\n").or_else(|| rest.strip_prefix('\n'))
+    rest.strip_prefix("\r\n")
+        .or_else(|| rest.strip_prefix('\n'))
 }
 
 /// Splits `rest` (after the opening fence) into the block and the body after the closing

@@ -35,7 +35,10 @@ struct Collect(Mutex<Vec<Value>>);
 
 impl EventSink for Collect {
     fn emit(&self, message: SdkMessage) {
-        self.0.lock().unwrap().push(serde_json::to_value(message).unwrap());
+        self.0
+            .lock()
+            .unwrap()
+            .push(serde_json::to_value(message).unwrap());
     }
 }
 
@@ -203,16 +206,27 @@ async fn sa1_a_sync_agent_answers_its_caller_in_its_own_sidechain_transcript() {
         "Agent",
         json!({"description": "Count files", "prompt": "TASK-A: count the files", "subagent_type": "Explore"}),
     ).usage(100, 10));
-    server.push_for_system(EXPLORE, Reply::new().text("There are 3 files.").usage(50, 7));
+    server.push_for_system(
+        EXPLORE,
+        Reply::new().text("There are 3 files.").usage(50, 7),
+    );
     server.push(Reply::new().text("Done: 3 files.").usage(120, 5));
     let events = Arc::new(Collect::default());
     let engine = Engine::open(options(&env, &server, events.clone(), None))
         .await
         .unwrap();
     let result = engine
-        .run_prompt(Message::user_text("How many files?"), CancellationToken::new())
+        .run_prompt(
+            Message::user_text("How many files?"),
+            CancellationToken::new(),
+        )
         .await;
-    assert_eq!(result.subtype, ResultSubtype::Success, "{:?}", result.errors);
+    assert_eq!(
+        result.subtype,
+        ResultSubtype::Success,
+        "{:?}",
+        result.errors
+    );
     assert_eq!(result.result.as_deref(), Some("Done: 3 files."));
     // The sub-agent's request: its own system prompt, its own conversation (the task
     // only), no tools of the main agent's own (todo list, plan mode).
@@ -231,9 +245,17 @@ async fn sa1_a_sync_agent_answers_its_caller_in_its_own_sidechain_transcript() {
     let results = tool_results(&requests[2]);
     let text = result_text(&results[0]);
     assert!(text.starts_with("There are 3 files."), "{text}");
-    assert!(text.contains("agentId: a") && text.contains("<usage>total_tokens: 57"), "{text}");
+    assert!(
+        text.contains("agentId: a") && text.contains("<usage>total_tokens: 57"),
+        "{text}"
+    );
     // Its usage counts in the caller's result.
-    assert_eq!(result.usage["output_tokens"], 10 + 7 + 5, "{}", result.usage);
+    assert_eq!(
+        result.usage["output_tokens"],
+        10 + 7 + 5,
+        "{}",
+        result.usage
+    );
     // Its messages reached the stream under the Agent call.
     let nested: Vec<Value> = events
         .of("assistant", None)
@@ -246,14 +268,20 @@ async fn sa1_a_sync_agent_answers_its_caller_in_its_own_sidechain_transcript() {
     let files = subagent_files(&env.config);
     assert_eq!(files.len(), 1, "{files:?}");
     let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
-    assert!(name.starts_with("agent-a") && name.ends_with(".jsonl"), "{name}");
+    assert!(
+        name.starts_with("agent-a") && name.ends_with(".jsonl"),
+        "{name}"
+    );
     let side = lines(&files[0]);
     assert!(side.len() >= 2, "{side:?}");
     assert!(side[0]["parentUuid"].is_null());
     for line in &side {
         assert_eq!(line["isSidechain"], true);
         assert_eq!(line["sessionId"], engine.session_id());
-        assert_eq!(format!("agent-{}.jsonl", line["agentId"].as_str().unwrap()), name);
+        assert_eq!(
+            format!("agent-{}.jsonl", line["agentId"].as_str().unwrap()),
+            name
+        );
     }
     // A sync agent is not a task: the root store has none.
     assert!(engine.store().get().tasks.tasks.is_empty());
@@ -271,7 +299,11 @@ async fn sa4_a_sync_agent_prompts_through_the_parents_prompter() {
     ));
     server.push_for_system(
         GENERAL,
-        Reply::new().tool_use("toolu_sub_bash", "Bash", json!({"command": "echo hi > made.txt"})),
+        Reply::new().tool_use(
+            "toolu_sub_bash",
+            "Bash",
+            json!({"command": "echo hi > made.txt"}),
+        ),
     );
     server.push_for_system(GENERAL, Reply::new().text("Wrote made.txt."));
     server.push(Reply::new().text("It is written."));
@@ -285,9 +317,17 @@ async fn sa4_a_sync_agent_prompts_through_the_parents_prompter() {
     .await
     .unwrap();
     let result = engine
-        .run_prompt(Message::user_text("Make the file"), CancellationToken::new())
+        .run_prompt(
+            Message::user_text("Make the file"),
+            CancellationToken::new(),
+        )
         .await;
-    assert_eq!(result.subtype, ResultSubtype::Success, "{:?}", result.errors);
+    assert_eq!(
+        result.subtype,
+        ResultSubtype::Success,
+        "{:?}",
+        result.errors
+    );
     let asked = approve.0.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0].tool_use_id, "toolu_sub_bash");
@@ -307,9 +347,16 @@ async fn sa4_a_background_agent_decides_without_a_prompt_and_its_end_is_a_notifi
     server.push(Reply::new().text("It runs in the background."));
     server.push_for_task(
         "TASK-BG",
-        Reply::new().tool_use("toolu_bg_bash", "Bash", json!({"command": "echo hi > bg.txt"})),
+        Reply::new().tool_use(
+            "toolu_bg_bash",
+            "Bash",
+            json!({"command": "echo hi > bg.txt"}),
+        ),
     );
-    server.push_for_task("TASK-BG", Reply::new().text("I could not write bg.txt.").usage(30, 9));
+    server.push_for_task(
+        "TASK-BG",
+        Reply::new().text("I could not write bg.txt.").usage(30, 9),
+    );
     // The held-back result: the notification is the prompt of one more turn.
     server.push_when(
         |r| r.body_text().contains("task-notification"),
@@ -317,15 +364,28 @@ async fn sa4_a_background_agent_decides_without_a_prompt_and_its_end_is_a_notifi
     );
     let approve = Arc::new(Approve::default());
     let events = Arc::new(Collect::default());
-    let engine = Engine::open(options(&env, &server, events.clone(), Some(approve.clone())))
-        .await
-        .unwrap();
+    let engine = Engine::open(options(
+        &env,
+        &server,
+        events.clone(),
+        Some(approve.clone()),
+    ))
+    .await
+    .unwrap();
     let result = engine
         .run_prompt(Message::user_text("Start it"), CancellationToken::new())
         .await;
-    assert_eq!(result.subtype, ResultSubtype::Success, "{:?}", result.errors);
+    assert_eq!(
+        result.subtype,
+        ResultSubtype::Success,
+        "{:?}",
+        result.errors
+    );
     assert_eq!(result.result.as_deref(), Some("The agent reported back."));
-    assert!(approve.0.lock().unwrap().is_empty(), "a background agent prompted");
+    assert!(
+        approve.0.lock().unwrap().is_empty(),
+        "a background agent prompted"
+    );
     assert!(!env.project.join("bg.txt").exists());
     let requests = server.requests();
     // The Bash call was denied by the rules alone, its reason given to the agent.
@@ -334,10 +394,16 @@ async fn sa4_a_background_agent_decides_without_a_prompt_and_its_end_is_a_notifi
         .find(|r| r.messages().len() == 3 && r.messages()[0].to_string().contains("TASK-BG"))
         .expect("the agent's second request");
     let denial = result_text(&tool_results(sub_second)[0]);
-    assert!(denial.contains("No one can approve") || denial.contains("denied"), "{denial}");
+    assert!(
+        denial.contains("No one can approve") || denial.contains("denied"),
+        "{denial}"
+    );
     // The notification carries the agent's answer.
     let last = requests.last().unwrap().body_text();
-    assert!(last.contains("<task-notification>") && last.contains("I could not write bg.txt."), "{last}");
+    assert!(
+        last.contains("<task-notification>") && last.contains("I could not write bg.txt."),
+        "{last}"
+    );
     // The task in the root store: completed, with its totals; the stream heard of it.
     let state = engine.store().get();
     let task = state.tasks.tasks.iter().next().expect("the agent's task");
@@ -392,8 +458,16 @@ async fn sa5_stopping_a_background_agent_stops_its_shell_tasks_and_never_the_rev
     server.push_for_task(
         "TASK-S",
         Reply::new()
-            .tool_use("toolu_s1", "Bash", json!({"command": "sleep 300", "run_in_background": true}))
-            .tool_use("toolu_s2", "Bash", json!({"command": "sleep 301", "run_in_background": true})),
+            .tool_use(
+                "toolu_s1",
+                "Bash",
+                json!({"command": "sleep 300", "run_in_background": true}),
+            )
+            .tool_use(
+                "toolu_s2",
+                "Bash",
+                json!({"command": "sleep 301", "run_in_background": true}),
+            ),
     );
     // The agent's next request hangs until the test is done: it is still running.
     let gate = Gate::new();
@@ -467,7 +541,12 @@ async fn sa5_stopping_a_background_agent_stops_its_shell_tasks_and_never_the_rev
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(result.subtype, ResultSubtype::Success, "{:?}", result.errors);
+    assert_eq!(
+        result.subtype,
+        ResultSubtype::Success,
+        "{:?}",
+        result.errors
+    );
     Arc::try_unwrap(engine).ok().unwrap().close().await.unwrap();
 }
 
@@ -476,7 +555,11 @@ async fn agents_nest_at_most_three_deep_with_a_clear_error() {
     let env = env();
     let server = MockServer::start().await.unwrap();
     let call = |id: &str, task: &str| {
-        Reply::new().tool_use(id, "Agent", json!({"description": "Deeper", "prompt": task}))
+        Reply::new().tool_use(
+            id,
+            "Agent",
+            json!({"description": "Deeper", "prompt": task}),
+        )
     };
     server.push(call("toolu_1", "LEVEL-1"));
     server.push_for_task("LEVEL-1", call("toolu_2", "LEVEL-2"));
@@ -492,7 +575,12 @@ async fn agents_nest_at_most_three_deep_with_a_clear_error() {
     let result = engine
         .run_prompt(Message::user_text("Nest"), CancellationToken::new())
         .await;
-    assert_eq!(result.result.as_deref(), Some("all done"), "{:?}", result.errors);
+    assert_eq!(
+        result.result.as_deref(),
+        Some("all done"),
+        "{:?}",
+        result.errors
+    );
     let level3_second = server
         .requests()
         .into_iter()
@@ -500,8 +588,15 @@ async fn agents_nest_at_most_three_deep_with_a_clear_error() {
         .unwrap();
     let refused = &tool_results(&level3_second)[0];
     assert_eq!(refused["is_error"], true);
-    assert!(result_text(refused).contains("nest at most 3 levels"), "{refused}");
-    assert!(!server.requests().iter().any(|r| r.messages().first().is_some_and(|m| m.to_string().contains("LEVEL-4"))));
+    assert!(
+        result_text(refused).contains("nest at most 3 levels"),
+        "{refused}"
+    );
+    assert!(!server.requests().iter().any(|r| {
+        r.messages()
+            .first()
+            .is_some_and(|m| m.to_string().contains("LEVEL-4"))
+    }));
     engine.close().await.unwrap();
 }
 
@@ -534,11 +629,22 @@ async fn a_custom_agent_file_gives_its_prompt_tools_and_model_and_task_is_read_a
         .await
         .unwrap();
     let init = serde_json::to_value(engine.init_message()).unwrap();
-    assert!(init["agents"].as_array().unwrap().contains(&json!("reviewer")), "{init}");
+    assert!(
+        init["agents"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("reviewer")),
+        "{init}"
+    );
     let result = engine
         .run_prompt(Message::user_text("Review it"), CancellationToken::new())
         .await;
-    assert_eq!(result.result.as_deref(), Some("Reviewed."), "{:?}", result.errors);
+    assert_eq!(
+        result.result.as_deref(),
+        Some("Reviewed."),
+        "{:?}",
+        result.errors
+    );
     let requests = server.requests();
     let sub = &requests[1];
     let mut names = tool_names(sub);
@@ -553,6 +659,9 @@ async fn a_custom_agent_file_gives_its_prompt_tools_and_model_and_task_is_read_a
     assert_eq!(result.result.as_deref(), Some("ok"));
     let refused = &tool_results(server.requests().last().unwrap())[0];
     let text = result_text(refused);
-    assert!(text.contains("no-such-type") && text.contains("reviewer") && text.contains("Explore"), "{text}");
+    assert!(
+        text.contains("no-such-type") && text.contains("reviewer") && text.contains("Explore"),
+        "{text}"
+    );
     engine.close().await.unwrap();
 }

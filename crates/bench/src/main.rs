@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p strata-bench -- store       # the store engine (issue: workspace and store)
 //! cargo run --release -p strata-bench -- bootstrap   # bootstrap accumulators
-//! cargo run --release -p strata-bench -- tasks       # task retain/release/evict memory
+//! cargo run --release -p strata-bench -- tasks       # task retain/release/evict memory (state, then 1,000 real agents)
 //! cargo run --release -p strata-bench -- sessions    # resume, list, append
 //! cargo build --release -p strata && cargo run --release -p strata-bench -- headless  # strata -p start-up and resume
 //! ```
@@ -13,6 +13,7 @@
 
 #![allow(clippy::print_stdout)] // printing results is this binary's job
 
+mod agents;
 mod bootstrap;
 mod headless;
 mod measure;

@@ -35,6 +35,13 @@ pub(crate) fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// Resets the peak resident set size to the current one (Linux: `5` written to
+/// `/proc/self/clear_refs`), so a workload's peak is its own, not an earlier one's.
+/// False when the kernel refused.
+pub(crate) fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 fn page_size() -> u64 {
     4096
 }

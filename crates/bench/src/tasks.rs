@@ -1,8 +1,11 @@
 //! The `tasks` workload: memory held by agent tasks over their whole life (SL-3).
 //!
 //! ```text
-//! cargo run --release -p strata-bench -- tasks [--tasks N] [--messages N] [--bytes N]
+//! cargo run --release -p strata-bench -- tasks [--tasks N] [--messages N] [--bytes N] [--state-only]
 //! ```
+//!
+//! This line is the state layer alone; the second line the workload prints is the same
+//! life on real sub-agents (`agents.rs`), unless `--state-only`.
 //!
 //! Registers 1,000 local agent tasks holding 1,000 messages of ~1 KB each (as if all were
 //! being watched), finishes them, views and releases each one, advances a manual clock
@@ -59,7 +62,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "after_eviction_rss_mb": round(after),
         })
     );
-    Ok(())
+    // Then the same life on real agents, through a whole engine (issue 11).
+    if args.iter().any(|a| a == "--state-only") {
+        return Ok(());
+    }
+    crate::agents::run(args)
 }
 
 /// One whole life of `tasks` agents through `store`: register with their conversations
@@ -151,7 +158,7 @@ fn conversation(task: usize, n: usize, bytes: usize) -> TaskMessages {
 /// allocations in its arenas for reuse; `malloc_trim(0)` releases every whole free page
 /// (in the middle of the heap too), so the resident size reflects what is really held.
 #[allow(unsafe_code)]
-fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     // SAFETY: `malloc_trim` only walks glibc's own free lists; it has no preconditions
     // and is safe to call at any time from any thread.
     unsafe {

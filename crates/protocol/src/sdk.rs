@@ -19,12 +19,12 @@ use crate::message::{AssistantMessage, Message};
 mod permission_update;
 mod tasks;
 
+pub use permission_update::{
+    PermissionRuleValue, PermissionUpdate, RuleBehaviorName, UpdateDestination, parse_updates,
+};
 pub use tasks::{
     BackgroundTaskSummary, TaskEndStatus, TaskNotificationMessage, TaskProgressMessage,
     TaskStartedMessage, TaskUsage,
-};
-pub use permission_update::{
-    PermissionRuleValue, PermissionUpdate, RuleBehaviorName, UpdateDestination, parse_updates,
 };
 
 /// One line of `stream-json` output.

@@ -91,19 +91,21 @@ impl TaskReport {
     /// After a round of tool calls: the totals so far and the tool called last.
     pub(crate) fn progress(&self, tokens: u64, tool_uses: u64, last_tool: Option<String>) {
         let tool: Option<Arc<str>> = last_tool.as_deref().map(Arc::from);
-        let _ = self.root.set(updaters::progress(self.id.clone(), move |task| {
-            let TaskKind::LocalAgent(agent) = &mut task.kind else {
-                return false;
-            };
-            let next = strata_state::tasks::AgentProgress {
-                tool_uses,
-                tokens,
-                last_tool: tool,
-            };
-            let changed = agent.progress != next;
-            agent.progress = next;
-            changed
-        }));
+        let _ = self
+            .root
+            .set(updaters::progress(self.id.clone(), move |task| {
+                let TaskKind::LocalAgent(agent) = &mut task.kind else {
+                    return false;
+                };
+                let next = strata_state::tasks::AgentProgress {
+                    tool_uses,
+                    tokens,
+                    last_tool: tool,
+                };
+                let changed = agent.progress != next;
+                agent.progress = next;
+                changed
+            }));
         self.observer.progress(TaskProgress {
             id: self.id.to_string(),
             description: self.description.clone(),
@@ -130,7 +132,10 @@ impl AgentRuntime {
         slot: Slot,
     ) -> ToolOutput {
         let id = TaskId::from_string(&p.agent_id);
-        let output_path = self.layout.tasks_dir().join(format!("{}.output", p.agent_id));
+        let output_path = self
+            .layout
+            .tasks_dir()
+            .join(format!("{}.output", p.agent_id));
         let transcript = self.layout.subagent_transcript(&p.agent_id);
         let task = TaskState::new(
             id.clone(),
@@ -167,7 +172,12 @@ impl AgentRuntime {
         lock(&self.background).insert(p.agent_id.clone(), Arc::clone(&agent));
         let origin = TaskOrigin {
             tool_use_id: Some(tool_use_id.to_owned()),
-            parent_task_id: parent.agent.identity.agent_id.as_ref().map(|a| a.to_string()),
+            parent_task_id: parent
+                .agent
+                .identity
+                .agent_id
+                .as_ref()
+                .map(|a| a.to_string()),
             depth: parent.agent.identity.depth,
         };
         self.observer.started(TaskStarted {
@@ -187,15 +197,11 @@ impl AgentRuntime {
             observer: Arc::clone(&self.observer),
             started: Instant::now(),
         };
+        // Short: every launch stays in the caller's conversation.
         let output = ToolOutput::ok(format!(
-            "The {} agent {} is working in the background on \"{}\". You will get a task \
-             notification with its answer when it ends; meanwhile go on with other work (do \
-             not wait for it by polling). Stop it with TaskStop if it is no longer needed. \
-             Its answer will also be written to {}.",
-            p.definition.name,
-            p.agent_id,
-            p.input.description,
-            output_path.display()
+            "Agent {} started in the background. Its answer comes as a task notification \
+             when it ends: go on with other work meanwhile. Stop it with TaskStop.",
+            p.agent_id
         ))
         .with_detail(json!({
             "status": "async_launched",
@@ -304,7 +310,7 @@ impl AgentRuntime {
     /// has left the root store.
     async fn evict_later(&self, agent: Arc<BackgroundAgent>) {
         drop(agent);
-        self.sweep_after(self.eviction_grace).await;
+        self.sweep_after(self.eviction_grace()).await;
     }
 
     /// Waits `delay`, then evicts every finished, released agent task that is due and
@@ -313,16 +319,11 @@ impl AgentRuntime {
         tokio::time::sleep(delay).await;
         // The state schedules an eviction SL-3's 30 s after the end; a runtime with a
         // shorter grace (tests, benchmarks) sweeps as if that much more time had passed.
-        let ahead = EVICTION_GRACE_MS.saturating_sub(millis(self.eviction_grace));
+        let ahead = EVICTION_GRACE_MS.saturating_sub(millis(self.eviction_grace()));
         let _ = self.root.set(updaters::evict_due(now_ms() + ahead));
         let state = self.root.get();
-        lock(&self.background).retain(|id, _| {
-            state
-                .tasks
-                .tasks
-                .get(&TaskId::from_string(id))
-                .is_some()
-        });
+        lock(&self.background)
+            .retain(|id, _| state.tasks.tasks.get(&TaskId::from_string(id)).is_some());
     }
 
     /// How many background agents this runtime still holds (running or within their
@@ -336,7 +337,13 @@ impl AgentRuntime {
         let mut running: Vec<_> = lock(&self.background)
             .values()
             .filter(|a| a.end.borrow().is_none())
-            .map(|a| (a.id.to_string(), a.description.clone(), a.agent_type.clone()))
+            .map(|a| {
+                (
+                    a.id.to_string(),
+                    a.description.clone(),
+                    a.agent_type.clone(),
+                )
+            })
             .collect();
         running.sort();
         running
@@ -422,5 +429,5 @@ fn millis(d: Duration) -> u64 {
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| millis(d))
+        .map_or(0, millis)
 }

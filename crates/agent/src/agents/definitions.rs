@@ -69,9 +69,7 @@ pub struct AgentDefinitions {
 
 impl Default for AgentDefinitions {
     fn default() -> Self {
-        Self {
-            list: built_in(),
-        }
+        Self { list: built_in() }
     }
 }
 
@@ -84,8 +82,14 @@ impl AgentDefinitions {
         let mut warnings = Vec::new();
         let dirs = [
             (config_dir.join("agents"), AgentSource::User),
-            (project_root.join(".claude").join("agents"), AgentSource::Project),
-            (project_root.join(".strata").join("agents"), AgentSource::Project),
+            (
+                project_root.join(".claude").join("agents"),
+                AgentSource::Project,
+            ),
+            (
+                project_root.join(".strata").join("agents"),
+                AgentSource::Project,
+            ),
         ];
         for (dir, source) in dirs {
             for path in markdown_files(&dir) {
@@ -161,7 +165,12 @@ const MAX_AGENT_FILE_BYTES: u64 = 256 * 1024;
 fn read_file(path: &Path, source: AgentSource) -> Result<AgentDefinition, String> {
     let bytes = strata_config::read_bounded(path, MAX_AGENT_FILE_BYTES)
         .map_err(|e| format!("{}: the agent file cannot be read: {e}", path.display()))?
-        .ok_or_else(|| format!("{}: the agent file disappeared while it was read", path.display()))?;
+        .ok_or_else(|| {
+            format!(
+                "{}: the agent file disappeared while it was read",
+                path.display()
+            )
+        })?;
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("{}: the agent file is not UTF-8 text", path.display()))?;
     let fm = FrontMatter::parse(path, &text).map_err(|e| e.to_string())?;
@@ -169,7 +178,10 @@ fn read_file(path: &Path, source: AgentSource) -> Result<AgentDefinition, String
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = fm.string("name").map_err(|e| e.to_string())?.unwrap_or(stem);
+    let name = fm
+        .string("name")
+        .map_err(|e| e.to_string())?
+        .unwrap_or(stem);
     let description = fm
         .string("description")
         .map_err(|e| e.to_string())?

@@ -23,7 +23,12 @@ use crate::tools::{Tool, ToolOutput, ToolRegistry};
 
 /// Tools a sub-agent never gets: they act on the main conversation (its todo list, its
 /// permission mode) or ask the user, which only the main agent does.
-const MAIN_AGENT_ONLY: &[&str] = &["TodoWrite", "EnterPlanMode", "ExitPlanMode", "AskUserQuestion"];
+const MAIN_AGENT_ONLY: &[&str] = &[
+    "TodoWrite",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "AskUserQuestion",
+];
 
 /// Everything one sub-agent runs with.
 pub(crate) struct Prepared {
@@ -117,12 +122,11 @@ impl AgentRuntime {
             append: None,
             ..inputs
         };
-        let writer =
-            TranscriptWriter::for_subagent(&self.layout, &agent_id).map_err(|e| {
-                ToolOutput::error(format!(
-                    "The agent could not start: its transcript cannot be written: {e}"
-                ))
-            })?;
+        let writer = TranscriptWriter::for_subagent(&self.layout, &agent_id).map_err(|e| {
+            ToolOutput::error(format!(
+                "The agent could not start: its transcript cannot be written: {e}"
+            ))
+        })?;
         let recorder = Recorder::sidechain(
             writer,
             self.session_id.clone(),
@@ -171,9 +175,7 @@ fn tools_for(parent: &ToolRegistry, definition: &AgentDefinition) -> ToolRegistr
 
 /// A reader that shows `parent`'s state in plan mode: a read-only agent's calls are
 /// judged as plan mode judges them, whatever the session's mode.
-fn in_plan_mode(
-    parent: crate::context::StateReader,
-) -> crate::context::StateReader {
+fn in_plan_mode(parent: crate::context::StateReader) -> crate::context::StateReader {
     Arc::new(move || {
         let state = parent();
         if state.tool_permission_context.mode == PermissionMode::Plan {

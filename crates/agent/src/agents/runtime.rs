@@ -97,7 +97,8 @@ pub struct AgentRuntime {
     pub(crate) background: Mutex<HashMap<String, Arc<super::background::BackgroundAgent>>>,
     /// Usage of background agents that ended since the last `result` took it.
     pub(crate) unreported: Mutex<RunTotals>,
-    pub(crate) eviction_grace: Duration,
+    /// SL-3's grace period in milliseconds (shorter in tests and benchmarks).
+    eviction_grace_ms: std::sync::atomic::AtomicU64,
     started: AtomicUsize,
 }
 
@@ -134,7 +135,7 @@ impl AgentRuntime {
             running: Mutex::new(HashMap::new()),
             background: Mutex::new(HashMap::new()),
             unreported: Mutex::new(RunTotals::default()),
-            eviction_grace: Duration::from_millis(EVICTION_GRACE_MS),
+            eviction_grace_ms: std::sync::atomic::AtomicU64::new(EVICTION_GRACE_MS),
             started: AtomicUsize::new(0),
         })
     }
@@ -153,6 +154,18 @@ impl AgentRuntime {
     /// The main agent's waiting task notifications.
     pub fn notifications(&self) -> &Arc<Notifications> {
         &self.notifications
+    }
+
+    /// How long a finished background agent stays before it is evicted (SL-3: 30 s).
+    pub fn eviction_grace(&self) -> Duration {
+        Duration::from_millis(self.eviction_grace_ms.load(Ordering::Relaxed))
+    }
+
+    /// Evicts finished background agents `grace` after they end instead of SL-3's 30 s
+    /// (tests, benchmarks).
+    pub fn set_eviction_grace(&self, grace: Duration) {
+        let ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        self.eviction_grace_ms.store(ms, Ordering::Relaxed);
     }
 
     /// How many sub-agents this session has started.
@@ -237,19 +250,16 @@ impl AgentRuntime {
         let hook_context = self
             .subagent_start_hooks(parent, &agent_id, &definition.name)
             .await;
-        let prepared = match self.prepare(
-            parent,
-            agent_id,
-            definition,
-            input,
-            is_async,
-            hook_context,
-        ) {
-            Ok(prepared) => prepared,
-            Err(err) => return (err, None),
-        };
+        let prepared =
+            match self.prepare(parent, agent_id, definition, input, is_async, hook_context) {
+                Ok(prepared) => prepared,
+                Err(err) => return (err, None),
+            };
         if is_async {
-            return (self.start_background(parent, &call.id, prepared, slot), None);
+            return (
+                self.start_background(parent, &call.id, prepared, slot),
+                None,
+            );
         }
         let started = Instant::now();
         let events: Arc<dyn EventSink> = Arc::new(ForwardEvents {
@@ -309,7 +319,12 @@ impl AgentRuntime {
             sdk: &self.sdk,
             long: &p.long,
         };
-        run_agent(&turn, Message::user_text(p.input.prompt.clone()), &p.ctx.cancel).await
+        run_agent(
+            &turn,
+            Message::user_text(p.input.prompt.clone()),
+            &p.ctx.cancel,
+        )
+        .await
     }
 
     /// SubagentStart hooks (matched on the agent type); what they add for the model joins

@@ -308,7 +308,9 @@ impl Engine {
             None => {
                 let result = crate::query::run_turn(&turn, prompt, uuid, cancel.clone()).await;
                 let result = self.hold_for_background(result, &tools, &cancel).await;
-                self.inner.events.emit(strata_protocol::sdk::SdkMessage::Result(result.clone()));
+                self.inner
+                    .events
+                    .emit(strata_protocol::sdk::SdkMessage::Result(result.clone()));
                 result
             }
         };

@@ -220,7 +220,9 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         let state = root.store().store().get();
         let ctx = &state.tool_permission_context;
         let mut all = crate::tools::default_tools();
-        all.push(Arc::new(crate::agents::Agent::new(Arc::clone(&definitions))));
+        all.push(Arc::new(crate::agents::Agent::new(Arc::clone(
+            &definitions,
+        ))));
         ToolRegistry::new(all).filtered(|t| {
             !ctx.denies_tool_entirely(t.name())
                 && sdk

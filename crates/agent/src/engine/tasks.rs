@@ -139,7 +139,7 @@ impl Engine {
         let _ = self.inner.store.set(updaters::exit_view());
         let agents = Arc::clone(&self.inner.agents);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move { agents.sweep_after(agents.eviction_grace).await });
+            handle.spawn(async move { agents.sweep_after(agents.eviction_grace()).await });
         }
     }
 }
@@ -168,14 +168,14 @@ async fn stop_task(inner: &Inner, id: &str) -> Result<String, String> {
 /// A sub-agent's conversation read from its transcript (the same reader and rules as
 /// any session's).
 fn load_messages(path: &std::path::Path) -> Result<TaskMessages, String> {
-    let mut loaded = strata_session::resume::LoadedSession::load(path)
-        .map_err(|e| format!("the agent's transcript {} cannot be read: {e}", path.display()))?;
+    let mut loaded = strata_session::resume::LoadedSession::load(path).map_err(|e| {
+        format!(
+            "the agent's transcript {} cannot be read: {e}",
+            path.display()
+        )
+    })?;
     let conversation = loaded.model_messages();
-    Ok(conversation
-        .messages
-        .into_iter()
-        .map(Arc::new)
-        .collect())
+    Ok(conversation.messages.into_iter().map(Arc::new).collect())
 }
 
 /// How long a held-back `result` waits for background agents at most (the reference's
@@ -212,7 +212,9 @@ fn background_summary(state: &AppState) -> Vec<strata_protocol::sdk::BackgroundT
         .filter(|t| !t.status.is_terminal())
         .filter_map(|t| {
             let (kind, command, agent_type) = match &t.kind {
-                TaskKind::LocalShell(shell) => ("local_bash", Some(shell.command.to_string()), None),
+                TaskKind::LocalShell(shell) => {
+                    ("local_bash", Some(shell.command.to_string()), None)
+                }
                 TaskKind::LocalAgent(agent) => (
                     "local_agent",
                     None,

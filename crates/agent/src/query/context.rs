@@ -17,11 +17,11 @@ use strata_state::AppState;
 use strata_store::Store;
 
 use super::ports::{EventSink, PermissionPrompter};
+use crate::agents::{AgentRuntime, TaskReport};
+use crate::context::ToolUseContext;
 use crate::permissions::PermissionEnv;
 use crate::provider::Provider;
 use crate::record::Recorder;
-use crate::agents::{AgentRuntime, TaskReport};
-use crate::context::ToolUseContext;
 use crate::tools::ToolRegistry;
 
 /// What the session computes live for a turn.

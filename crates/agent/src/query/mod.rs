@@ -326,7 +326,11 @@ async fn turn(
 
         let results = calls::run_calls(inner, &uses, &response.invalid_inputs, cancel, run).await;
         if let Some(task) = inner.task {
-            task.progress(run.totals.total_tokens(), run.tool_uses, run.last_tool.clone());
+            task.progress(
+                run.totals.total_tokens(),
+                run.tool_uses,
+                run.last_tool.clone(),
+            );
         }
         let mut result_blocks = Vec::with_capacity(results.len());
         for result in results {

@@ -27,8 +27,8 @@ pub mod updaters;
 pub use handles::{Cancel, TaskHandles};
 pub use map::{EVICTION_GRACE_MS, TaskMap};
 pub use model::{
-    AgentProgress, InProcessTeammate, LocalAgent, LocalShell, RemoteAgent, TaskId, TaskKind, TaskMessages,
-    TaskState, TaskStatus,
+    AgentProgress, InProcessTeammate, LocalAgent, LocalShell, RemoteAgent, TaskId, TaskKind,
+    TaskMessages, TaskState, TaskStatus,
 };
 pub use selectors::{InputTarget, input_target, viewed_teammate_task};
 pub use transitions::{Clock, ManualClock, StopAction, SystemClock, task_messages};

@@ -40,10 +40,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::background::{TaskEnded, TaskObserver, TaskOrigin, TaskStarted, TaskType};
 use crate::procs::{CommandEnv, Report, STOP_WAIT, Supervised};
-use crate::tools::TaskOwner;
-use strata_protocol::sdk::TaskEndStatus;
 use crate::secrets::Redactor;
 use crate::sync::lock;
+use crate::tools::TaskOwner;
+use strata_protocol::sdk::TaskEndStatus;
 
 /// At most this many background shell tasks run at once in a session; starting one more
 /// is refused with an error that names the running ones.
@@ -407,8 +407,14 @@ impl ShellTasks {
 /// What the observer hears when `shell` ended with `end`.
 fn ended_event(shell: &Shell, end: &ShellEnd) -> TaskEnded {
     let (status, how) = match end {
-        ShellEnd::Exited(0) => (TaskEndStatus::Completed, "completed (exit code 0)".to_owned()),
-        ShellEnd::Exited(code) => (TaskEndStatus::Failed, format!("failed with exit code {code}")),
+        ShellEnd::Exited(0) => (
+            TaskEndStatus::Completed,
+            "completed (exit code 0)".to_owned(),
+        ),
+        ShellEnd::Exited(code) => (
+            TaskEndStatus::Failed,
+            format!("failed with exit code {code}"),
+        ),
         ShellEnd::Killed => (TaskEndStatus::Stopped, "was stopped".to_owned()),
         ShellEnd::Failed(why) => (TaskEndStatus::Failed, format!("could not run: {why}")),
     };
