@@ -270,8 +270,11 @@ async def setting_sources_and_no_persistence(mock):
     mock.config.mkdir(parents=True, exist_ok=True)
     (mock.config / "settings.json").write_text(json.dumps({"model": "from-user"}))
     await collect("a", mock.options(setting_sources=["user"]))
-    # The SDK's default passes `--setting-sources=` (none): the user file is not read.
-    await collect("b", mock.options(extra_args={"no-session-persistence": None}))
+    # Only the project's settings: the user file is not read.
+    await collect(
+        "b",
+        mock.options(setting_sources=["project"], extra_args={"no-session-persistence": None}),
+    )
     models = [r["model"] for r in mock.requests()]
     assert models[0] == "from-user" and models[1] != "from-user", models
     transcripts = list((mock.config / "projects").rglob("*.jsonl"))

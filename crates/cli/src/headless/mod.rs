@@ -123,13 +123,14 @@ pub(crate) fn run(mut args: AgentArgs) -> anyhow::Result<()> {
     if let Some(flag) = &args.settings {
         check_settings_flag(flag, &config_dir, &cwd)?;
     }
-    let key_helper = provider::key_helper(
+    let key_helper = provider::key_helper_from(
         args.provider,
         args.replay.as_deref(),
         &env,
         &config_dir,
         &cwd,
         args.settings.as_deref(),
+        sdk.setting_sources.as_deref(),
     );
     let mut provider = provider::choose(
         args.provider,
