@@ -218,3 +218,33 @@ async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
     let finished = s.finish().await;
     assert_eq!(finished.code, Some(0), "{}", finished.stderr);
 }
+
+#[tokio::test]
+async fn a_remote_that_cannot_be_reached_at_start_leaves_a_local_session_and_says_so() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port(); // closed again: nothing listens there
+    let server = MockServer::start().await.unwrap();
+    let env = Env::new();
+    server.push(MockResponse::text("still here"));
+    let url = format!("nats://127.0.0.1:{port}");
+    let started = Instant::now();
+    let run = env
+        .run(Some(&server), &["-p", "hi", "--remote", &url])
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "still here");
+    assert!(
+        run.stderr.contains("runs locally"),
+        "the user is told: {}",
+        run.stderr
+    );
+    assert_eq!(
+        env.transcripts().len(),
+        1,
+        "the local transcript is written"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
