@@ -246,6 +246,34 @@ const cases = [
     assert(s0.includes("You are a pirate.") && !s0.includes("strata"), s0);
     assert(s1.includes("Always rhyme.") && s1.includes("strata"), s1);
   }],
+  ["structured output (outputFormat json_schema)", [
+    { tool_use: { id: "toolu_s1", name: "StructuredOutput", input: { city: 7 } } },
+    { tool_use: { id: "toolu_s2", name: "StructuredOutput", input: { city: "Lyon", population: 522000 } } },
+  ], async (mock) => {
+    const schema = {
+      type: "object",
+      properties: { city: { type: "string" }, population: { type: "integer" } },
+      required: ["city", "population"],
+    };
+    const messages = await collect("which city?", mock.options({ outputFormat: { type: "json_schema", schema } }));
+    const r = resultOf(messages);
+    assert(r.subtype === "success", JSON.stringify(r));
+    assert(JSON.stringify(r.structured_output) === JSON.stringify({ city: "Lyon", population: 522000 }), JSON.stringify(r));
+    const reqs = await mock.requests();
+    assert(reqs[0].tools.some((t) => t.name === "StructuredOutput"), "the StructuredOutput tool is offered");
+    assert(JSON.stringify(reqs[1].messages.at(-1)).includes("/city"), "the mismatch is explained");
+  }],
+  ["fallback model on overload", [
+    { error: { status: 529, type: "overloaded_error", message: "Overloaded" } },
+    { text: "from the spare" },
+  ], async (mock) => {
+    const options = mock.options({ model: "claude-main", fallbackModel: "claude-spare" });
+    options.env.STRATA_MAX_RETRIES = "0";
+    const messages = await collect("hi", options);
+    assert(textOf(messages) === "from the spare", textOf(messages));
+    const reqs = await mock.requests();
+    assert(JSON.stringify(reqs.map((r) => r.model)) === JSON.stringify(["claude-main", "claude-spare"]), JSON.stringify(reqs.map((r) => r.model)));
+  }],
 ];
 
 // Run from the directory the SDK was installed in (scripts/sdk-compat/run copies this

@@ -237,6 +237,50 @@ async def system_prompts(mock):
     assert "Always rhyme." in system[1] and "strata" in system[1], system[1]
 
 
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+    "required": ["city", "population"],
+}
+
+
+async def structured_output(mock):
+    # The SDK passes `--json-schema`; the model answers through the StructuredOutput tool,
+    # first wrongly (it is told where), then rightly.
+    messages = await collect(
+        "which city?", mock.options(output_format={"type": "json_schema", "schema": SCHEMA})
+    )
+    result = result_of(messages)
+    assert result.subtype == "success", result
+    assert result.structured_output == {"city": "Lyon", "population": 522000}, result
+    requests = mock.requests()
+    assert any(t["name"] == "StructuredOutput" for t in requests[0]["tools"]), requests[0]["tools"]
+    assert "/city" in json.dumps(requests[1]["messages"][-1]), requests[1]["messages"][-1]
+
+
+async def fallback_model(mock):
+    options = mock.options(model="claude-main", fallback_model="claude-spare")
+    options.env["STRATA_MAX_RETRIES"] = "0"
+    messages = await collect("hi", options)
+    assert text_of(messages) == "from the spare", messages
+    assert [r["model"] for r in mock.requests()] == ["claude-main", "claude-spare"]
+
+
+async def setting_sources_and_no_persistence(mock):
+    mock.config.mkdir(parents=True, exist_ok=True)
+    (mock.config / "settings.json").write_text(json.dumps({"model": "from-user"}))
+    await collect("a", mock.options(setting_sources=["user"]))
+    # Only the project's settings: the user file is not read.
+    await collect(
+        "b",
+        mock.options(setting_sources=["project"], extra_args={"no-session-persistence": None}),
+    )
+    models = [r["model"] for r in mock.requests()]
+    assert models[0] == "from-user" and models[1] != "from-user", models
+    transcripts = list((mock.config / "projects").rglob("*.jsonl"))
+    assert len(transcripts) == 1, transcripts
+
+
 CASES = [
     ("one-shot query", one_shot, [{"text": "hello from the mock"}]),
     ("multi-turn client", multi_turn, [{"text": "one"}, {"text": "two"}]),
@@ -267,6 +311,33 @@ CASES = [
     ),
     ("resume", resume, [{"text": "noted"}, {"text": "42"}]),
     ("custom and appended system prompts", system_prompts, [{"text": "arr"}, {"text": "rhyme"}]),
+    (
+        "structured output (output_format json_schema)",
+        structured_output,
+        [
+            {"tool_use": {"id": "toolu_s1", "name": "StructuredOutput", "input": {"city": 7}}},
+            {
+                "tool_use": {
+                    "id": "toolu_s2",
+                    "name": "StructuredOutput",
+                    "input": {"city": "Lyon", "population": 522000},
+                }
+            },
+        ],
+    ),
+    (
+        "fallback model on overload",
+        fallback_model,
+        [
+            {"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded"}},
+            {"text": "from the spare"},
+        ],
+    ),
+    (
+        "setting sources and no session persistence",
+        setting_sources_and_no_persistence,
+        [{"text": "a"}, {"text": "b"}],
+    ),
 ]
 
 

@@ -20,6 +20,8 @@
 //!   (it does not know the engine).
 //! - [`procs`]: every process a tool starts, under a supervisor, so none outlives strata.
 //! - [`secrets`]: credentials kept out of tool processes and redacted from tool output.
+//! - [`structured`]: structured output (`--json-schema`): the answer through a tool,
+//!   validated against the caller's schema.
 //! - [`engine`]: a session at work: opening or resuming it, running prompts through the
 //!   query loop, control requests, closing it. What the CLI and SDK clients drive.
 
@@ -39,5 +41,6 @@ pub mod provider;
 pub mod query;
 mod record;
 pub mod secrets;
+pub mod structured;
 mod sync;
 pub mod tools;

@@ -12,6 +12,10 @@
 //! client right after, and a client must never see a record that a kill -9 could keep
 //! out of the file (issue 16: "acknowledged means written"). Metadata lines are not
 //! shown to anyone and are appended without waiting.
+//!
+//! A [`TranscriptMirror`] (the remote replica, issue 17) gets every line the file gets,
+//! as the same bytes, after the file: it must not wait (a slow replica never slows a
+//! turn).
 
 use crate::sync::lock;
 use std::sync::Mutex;
@@ -23,6 +27,14 @@ use strata_protocol::transcript::{
 };
 use strata_session::writer::{TranscriptWriter, WriterError};
 
+/// Where a session's transcript lines are copied besides its file (the remote replica).
+/// Called on the turn's path: an implementation queues and returns.
+pub trait TranscriptMirror: Send + Sync {
+    /// One line of session `session_id` (the JSON text, without its newline); `uuid` is
+    /// the entry's own uuid, absent for metadata lines.
+    fn line(&self, session_id: &str, uuid: Option<&str>, json: &str);
+}
+
 /// The transcript writer of one session, with the chain's current leaf.
 pub(crate) struct Recorder {
     writer: TranscriptWriter,
@@ -32,6 +44,11 @@ pub(crate) struct Recorder {
     leaf: Mutex<Option<String>>,
     /// A sub-agent's id: its lines are sidechain lines (`isSidechain`, `agentId`).
     agent_id: Option<String>,
+    /// `false` with `--no-session-persistence`: lines are built (their uuids chain and
+    /// are shown) but never written, so no transcript exists afterwards.
+    persist: bool,
+    /// The replica that gets every line too.
+    mirror: Option<std::sync::Arc<dyn TranscriptMirror>>,
 }
 
 /// Extra fields of a user line.
@@ -69,6 +86,8 @@ impl Recorder {
             git_branch,
             leaf: Mutex::new(leaf),
             agent_id: None,
+            persist: true,
+            mirror: None,
         }
     }
 
@@ -86,6 +105,42 @@ impl Recorder {
             agent_id: Some(agent_id),
             ..Self::new(writer, session_id, cwd, git_branch, None)
         }
+    }
+
+    /// Copies every line to `mirror` too.
+    #[must_use]
+    pub(crate) fn mirrored(mut self, mirror: Option<std::sync::Arc<dyn TranscriptMirror>>) -> Self {
+        self.mirror = mirror;
+        self
+    }
+
+    /// Hands `entry` to the mirror, serialized as the writer serializes it (compact JSON),
+    /// so a rebuilt transcript is byte-identical.
+    fn mirror(&self, entry: &Entry, uuid: Option<&str>) {
+        let Some(mirror) = &self.mirror else {
+            return;
+        };
+        match serde_json::to_string(entry) {
+            Ok(json) => mirror.line(&self.session_id, uuid, &json),
+            Err(e) => tracing::warn!("a transcript line could not be mirrored: {e}"),
+        }
+    }
+
+    /// A recorder that writes nothing (`--no-session-persistence`) when `persist` is
+    /// false.
+    #[must_use]
+    pub(crate) fn persisting(mut self, persist: bool) -> Self {
+        self.persist = persist;
+        self
+    }
+
+    /// Writes a line the caller will show, when the session is persisted.
+    fn write_shown(&self, entry: &Entry, uuid: &str) -> Result<(), WriterError> {
+        if self.persist {
+            self.writer.append_written(entry)?;
+        }
+        self.mirror(entry, Some(uuid));
+        Ok(())
     }
 
     /// The transcript file (created with the first line).
@@ -116,7 +171,7 @@ impl Recorder {
             source_tool_assistant_uuid: line.source_assistant_uuid,
             extra,
         });
-        self.writer.append_written(&entry)?;
+        self.write_shown(&entry, &uuid)?;
         *leaf = Some(uuid.clone());
         Ok(uuid)
     }
@@ -138,7 +193,7 @@ impl Recorder {
             is_api_error_message: None,
             extra: Map::new(),
         });
-        self.writer.append_written(&entry)?;
+        self.write_shown(&entry, &uuid)?;
         *leaf = Some(uuid.clone());
         Ok(uuid)
     }
@@ -168,18 +223,28 @@ impl Recorder {
             })),
             extra: Map::new(),
         });
-        self.writer.append_written(&entry)?;
+        self.write_shown(&entry, &uuid)?;
         *leaf = Some(uuid.clone());
         Ok(uuid)
     }
 
     /// Appends a metadata line (not part of the chain).
     pub(crate) fn metadata(&self, entry: &Entry) -> Result<(), WriterError> {
-        self.writer.append(entry)
+        if !self.persist {
+            return Ok(());
+        }
+        // Under the chain's lock, so the mirror gets the lines in the file's order.
+        let _chain = lock(&self.leaf);
+        self.writer.append(entry)?;
+        self.mirror(entry, None);
+        Ok(())
     }
 
     /// Makes everything written so far durable (end of a turn).
     pub(crate) fn turn_end(&self) -> Result<(), WriterError> {
+        if !self.persist {
+            return Ok(());
+        }
         self.writer.turn_end()
     }
 

@@ -56,6 +56,8 @@ pub(crate) enum Command {
     Sessions(crate::commands::sessions::SessionsArgs),
     /// Configure MCP servers.
     Mcp(crate::commands::mcp::McpArgs),
+    /// Trust this project, so the hooks of its own settings files run.
+    Trust(crate::commands::trust::TrustArgs),
 }
 
 /// What `--output-format` prints.
@@ -173,6 +175,12 @@ pub(crate) struct AgentArgs {
     /// `demo` for the demo session built into strata.
     #[arg(long, value_name = "TRANSCRIPT")]
     pub(crate) replay: Option<String>,
+
+    /// Replicate the session on a NATS JetStream server (`nats://host:port`): its
+    /// metadata and transcript; with `-r <id>`, a session this machine does not have is
+    /// rebuilt from there.
+    #[arg(long, value_name = "NATS_URL")]
+    pub(crate) remote: Option<String>,
 
     /// The flags the official Agent SDKs pass ([`SdkArgs`]).
     #[command(flatten)]

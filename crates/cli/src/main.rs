@@ -63,6 +63,7 @@ fn run(cli: args::Cli) -> anyhow::Result<()> {
         Some(args::Command::Config(a)) => commands::config::run(a),
         Some(args::Command::Sessions(a)) => commands::sessions::run(a),
         Some(args::Command::Mcp(a)) => commands::mcp::run(a),
+        Some(args::Command::Trust(a)) => commands::trust::run(a),
         // The Agent SDKs start strata without -p (headless::implied).
         None if cli.agent.print || headless::implied(&cli.agent) => headless::run(cli.agent),
         None => interactive::run(cli.agent),

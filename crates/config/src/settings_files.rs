@@ -401,6 +401,7 @@ impl SettingsFiles {
             ),
             Err(e) => errors.push(ConfigError::io("list", &l.managed_dropin_dir(), e)),
         }
+        out.retain(|(source, _)| l.loads(*source));
         out
     }
 }

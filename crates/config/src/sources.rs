@@ -106,6 +106,9 @@ pub struct SettingsLocations {
     pub flag: Option<FlagSettings>,
     /// The directory holding `managed-settings.json` and `managed-settings.d/`.
     pub managed_dir: PathBuf,
+    /// Sources that are not read (`--setting-sources` leaves them out): only user,
+    /// project and local can be; the flag and managed sources always load.
+    pub excluded: Vec<SettingsSource>,
 }
 
 impl SettingsLocations {
@@ -126,7 +129,37 @@ impl SettingsLocations {
             local: paths::local_settings_file(project_root),
             flag: None,
             managed_dir: PathBuf::from(DEFAULT_MANAGED_DIR),
+            excluded: Vec::new(),
         }
+    }
+
+    /// Only these of the user, project and local sources load (`--setting-sources
+    /// user,project`); the flag and managed sources always do, being the command line's
+    /// and the administrator's. Writes to a source left out still go to its file.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use strata_config::{SettingsLocations, SettingsSource};
+    /// let l = SettingsLocations::new(Path::new("/home/me/.strata"), Path::new("/src/app"))
+    ///     .with_sources(&[SettingsSource::User, SettingsSource::Managed]);
+    /// assert_eq!(l.excluded, [SettingsSource::Project, SettingsSource::Local]);
+    /// ```
+    #[must_use]
+    pub fn with_sources(mut self, sources: &[SettingsSource]) -> Self {
+        self.excluded = [
+            SettingsSource::User,
+            SettingsSource::Project,
+            SettingsSource::Local,
+        ]
+        .into_iter()
+        .filter(|s| !sources.contains(s))
+        .collect();
+        self
+    }
+
+    /// Whether `source` is read.
+    pub fn loads(&self, source: SettingsSource) -> bool {
+        !self.excluded.contains(&source)
     }
 
     /// The locations for this process: `$STRATA_CONFIG_DIR` (or `~/.strata`) and the

@@ -9,6 +9,10 @@
 //!   writing that object. The port is called inside the store's change delivery, so it never
 //!   waits on the network: it hands the patch to a background task (latest wins — metadata is
 //!   a state, not a log) and returns;
+//! - [`TranscriptPublisher`]: every transcript line published, in order and off the turn's
+//!   path, to stream `STRATA_TRANSCRIPTS` (subject `strata.session.<id>`, the entry uuid as
+//!   de-duplication id); [`fetch_lines`] reads a session back to rebuild it on another
+//!   machine, [`list_sessions`] lists the bucket;
 //! - [`watch_own_key`]: the worker's watch of its own key, applying a change made elsewhere
 //!   through the store's one mode gate (FX-7, [`AppStore::apply_external_metadata`]).
 //!
@@ -21,8 +25,12 @@
 
 mod connection;
 mod port;
+mod transcripts;
 mod watch;
 
 pub use connection::{BUCKET, RemoteConnection, RemoteError};
 pub use port::{KvMetadataPort, merged_document, write_metadata};
+pub use transcripts::{
+    STREAM, TranscriptPublisher, ensure_stream, fetch_lines, list_sessions, subject,
+};
 pub use watch::{OwnKeyWatch, watch_own_key};

@@ -133,7 +133,8 @@ impl AgentRuntime {
             self.cwd.to_string_lossy().into_owned(),
             self.git_branch.clone(),
             agent_id.clone(),
-        );
+        )
+        .persisting(!self.sdk.no_session_persistence);
         let long = LongSession::new(
             SessionPrompt::from_inputs(inputs),
             None,

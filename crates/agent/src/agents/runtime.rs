@@ -115,7 +115,11 @@ impl AgentRuntime {
     /// The runtime of a session.
     pub(crate) fn new(parts: AgentRuntimeParts) -> Arc<Self> {
         let mut sdk = parts.sdk;
+        // A sub-agent's raw stream is not the session's, its answer is not the session's
+        // structured output, and its lines are not mirrored into the session's stream.
         sdk.include_partial_messages = false;
+        sdk.structured_output = None;
+        sdk.transcript_mirror = None;
         Arc::new(Self {
             session_id: parts.session_id,
             root: parts.root,

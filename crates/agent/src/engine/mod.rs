@@ -41,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::error::{CloseError, OpenError, RewindError, SetModeError};
 pub use self::handles::{BootstrapHandle, EngineHandles};
 use self::record::Recorder;
+pub use self::record::TranscriptMirror;
 use crate::permissions::{PermissionLaunch, check_mode_change};
 use crate::provider::Provider;
 pub use crate::query::ports::{EventSink, PermissionPrompt, PermissionPrompter, PromptFuture};
@@ -125,6 +126,18 @@ pub struct SdkOptions {
     pub hold_result_for_agents: bool,
     /// Agent types the host defines (`--agents` JSON), over the files'.
     pub agents: Option<Value>,
+    /// `--json-schema`: every turn's answer is given through the `StructuredOutput` tool
+    /// and validated against the schema ([`crate::structured`]).
+    pub structured_output: Option<Arc<crate::structured::StructuredOutput>>,
+    /// `--no-session-persistence`: no transcript (nor its metadata lines) is written and
+    /// the project's cost slot is not saved; the session cannot be resumed.
+    pub no_session_persistence: bool,
+    /// `--setting-sources`: which of the user, project and local settings files load
+    /// (`None`: all three; the flag and managed settings always load).
+    pub setting_sources: Option<Vec<strata_config::SettingsSource>>,
+    /// Where every transcript line is copied besides the file (`--remote`: the
+    /// session's stream on NATS).
+    pub transcript_mirror: Option<Arc<dyn TranscriptMirror>>,
 }
 
 /// One session at work.
@@ -216,6 +229,12 @@ impl Engine {
     /// The session's root store (read state, subscribe, select).
     pub fn store(&self) -> &Store<AppState> {
         &self.inner.store
+    }
+
+    /// The root store with its effects hub: what a host attaches ports to (the remote
+    /// metadata port, FX-1) and applies metadata made elsewhere through (FX-7).
+    pub fn app_store(&self) -> &strata_state::AppStore {
+        self.inner._root.store()
     }
 
     /// Problems found while opening: settings files that did not parse, rules that did

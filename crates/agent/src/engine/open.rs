@@ -41,6 +41,9 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     if let Some(flag) = &options.settings_flag {
         locations = locations.with_flag(FlagSettings::from_arg(flag));
     }
+    if let Some(sources) = &options.sdk.setting_sources {
+        locations = locations.with_sources(sources);
+    }
     let files = SettingsFiles::new(locations);
     let merged = files.load();
     warnings.extend(merged.warnings().map(str::to_owned));
@@ -138,6 +141,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     {
         return Err(OpenError::DisallowedRule(e.clone()));
     }
+    let trusted = crate::hooks::trust::project_trusted(&global_config, &project_root);
     let initial_mode = initial_mode(launch.flags, launch.mode, &merged.settings)?;
     let (_, settings_rule_errors) = SettingsPermissions::parse_merged(&merged);
     let permission_warnings: Vec<String> = settings_rule_errors
@@ -200,8 +204,12 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         .create_root(initial, EffectsHub::new(ports))?;
     // User hooks: the settings' `hooks` join those the host brought (SDK callbacks are
     // added at `initialize`). Read once at start, as the reference agent does.
+    // A project's own hooks run only in a trusted project (`hooks::trust`).
     let mut sdk = options.sdk;
-    if let Some(value) = merged.settings.extra.get("hooks") {
+    let (settings_hooks, untrusted) =
+        crate::hooks::trust::session_hooks(&files, merged.settings.extra.get("hooks"), trusted);
+    warnings.extend(untrusted);
+    if let Some(value) = &settings_hooks {
         let hooks = sdk
             .hooks
             .get_or_insert_with(|| Arc::new(crate::hooks::Hooks::new()));
@@ -223,13 +231,23 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         all.push(Arc::new(crate::agents::Agent::new(Arc::clone(
             &definitions,
         ))));
-        ToolRegistry::new(all).filtered(|t| {
+        let registry = ToolRegistry::new(all).filtered(|t| {
             !ctx.denies_tool_entirely(t.name())
                 && sdk
                     .tools
                     .as_ref()
                     .is_none_or(|only| only.iter().any(|n| n == t.name()))
-        })
+        });
+        // The structured-output tool is how the answer is given: `--tools` does not
+        // remove it (a deny rule naming it still denies its calls).
+        match &sdk.structured_output {
+            Some(structured) => {
+                let mut all = registry.tools().to_vec();
+                all.push(structured.tool());
+                ToolRegistry::new(all)
+            }
+            None => registry,
+        }
     };
     // MCP servers start now, in the background: the first prompt waits only for what
     // is still connecting when it needs the tool list.
@@ -253,13 +271,17 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     // The transcript (created with the first message) and file history.
     let writer = TranscriptWriter::for_session(&layout)?;
     let branch = git_branch(&cwd);
-    let recorder = Arc::new(Recorder::new(
-        writer,
-        session.clone(),
-        cwd.to_string_lossy().into_owned(),
-        branch.clone(),
-        loaded.as_ref().and_then(LoadedSession::leaf_uuid),
-    ));
+    let recorder = Arc::new(
+        Recorder::new(
+            writer,
+            session.clone(),
+            cwd.to_string_lossy().into_owned(),
+            branch.clone(),
+            loaded.as_ref().and_then(LoadedSession::leaf_uuid),
+        )
+        .persisting(!sdk.no_session_persistence)
+        .mirrored(sdk.transcript_mirror.clone()),
+    );
     let file_history = Arc::new(super::file_history::SessionFileHistory::new(
         FileHistoryFiles::new(&layout, &cwd),
         Arc::clone(&recorder),

@@ -14,6 +14,8 @@
 //! (SubagentStart/Stop, PreCompact, Notification, SessionStart/End) are functions here
 //! that their owners call.
 //!
+//! A project's own hooks run only in a project the user trusted ([`trust`]).
+//!
 //! A hook that fails, cannot start or times out is reported (a warning, and in the
 //! outcome's `errors`) and never blocks or hangs the turn: every run is bounded by its
 //! timeout and by the turn's cancellation. With `--include-hook-events` each run is
@@ -25,6 +27,7 @@
 mod command;
 pub mod config;
 pub mod outcome;
+pub mod trust;
 
 use std::future::Future;
 use std::path::PathBuf;

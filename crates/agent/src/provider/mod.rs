@@ -12,6 +12,8 @@
 //! - [`OpenAiProvider`]: OpenAI-compatible chat completions over SSE (`OPENAI_API_KEY`,
 //!   `OPENAI_BASE_URL`), which llama.cpp, Ollama and vLLM also speak.
 //! - [`ReplayProvider`]: plays back the responses recorded in a transcript, offline.
+//! - [`FallbackProvider`]: `--fallback-model`, another model once when the first is
+//!   overloaded or unavailable.
 //! - [`select_provider`]: which of them `--provider` and the environment ask for
 //!   ([`select_provider_with_key_helper`] adds the settings' `apiKeyHelper`,
 //!   [`ApiKeyHelper`]).
@@ -44,6 +46,7 @@
 
 mod accumulator;
 mod anthropic;
+mod fallback;
 mod key_helper;
 mod openai;
 mod replay;
@@ -65,6 +68,7 @@ pub use accumulator::{AccumulatorError, CompletedBlock, MessageAccumulator};
 pub use anthropic::{
     ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL, AnthropicConfig, AnthropicProvider,
 };
+pub use fallback::{FallbackProvider, model_unavailable};
 pub use key_helper::{ApiKeyHelper, HELPER_TIMEOUT};
 pub use openai::{OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL, OpenAiConfig, OpenAiProvider};
 pub use replay::ReplayProvider;

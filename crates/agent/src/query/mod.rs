@@ -79,6 +79,8 @@ enum Outcome {
     Success,
     MaxTurns,
     MaxBudget,
+    /// `--json-schema`: no answer matched the schema in the attempts allowed.
+    StructuredRetries,
     Interrupted,
     Failed,
 }
@@ -193,12 +195,32 @@ fn result_message(
             ));
             (ResultSubtype::ErrorMaxBudgetUsd, true)
         }
+        Outcome::StructuredRetries => {
+            run.errors.push(format!(
+                "no answer matched the --json-schema schema in {} attempts",
+                crate::structured::MAX_ATTEMPTS
+            ));
+            (ResultSubtype::ErrorMaxStructuredOutputRetries, true)
+        }
         Outcome::Interrupted => {
             run.errors.push("the turn was interrupted".into());
             (ResultSubtype::ErrorDuringExecution, true)
         }
         Outcome::Success | Outcome::Failed => (ResultSubtype::ErrorDuringExecution, true),
     };
+    // The answer a `--json-schema` turn gave; its JSON text is the `result` text too
+    // when the model wrote none (text output prints it).
+    let structured_output = inner
+        .sdk
+        .structured_output
+        .as_ref()
+        .and_then(|s| s.take_answer())
+        .filter(|_| subtype == ResultSubtype::Success);
+    if let Some(answer) = &structured_output
+        && run.final_text.trim().is_empty()
+    {
+        run.final_text = answer.to_string();
+    }
     ResultMessage {
         subtype,
         is_error,
@@ -213,7 +235,7 @@ fn result_message(
         permission_denials: run.denials,
         errors: run.errors,
         stop_reason: run.stop_reason.take(),
-        structured_output: None,
+        structured_output,
         background_tasks: Vec::new(),
         uuid: uuid::Uuid::new_v4().to_string(),
     }
@@ -240,6 +262,9 @@ async fn turn(
     } else {
         turn_hooks::user_prompt_submit(inner, prompt, cancel).await?
     };
+    if let Some(structured) = &inner.sdk.structured_output {
+        structured.begin_turn();
+    }
     // The prompt: recorded, snapshotted for rewind, added to the conversation.
     let mode = inner.permission_mode().to_string();
     let prompt_uuid = inner
@@ -307,6 +332,26 @@ async fn turn(
                 .filter_map(ContentBlock::as_text)
                 .collect::<Vec<_>>()
                 .join("");
+            // `--json-schema`: an answer in text is checked, or the model reminded to
+            // answer through the tool.
+            if let Some(structured) = &inner.sdk.structured_output
+                && !structured.answered()
+            {
+                use crate::structured::TextAnswer;
+                match structured.text_answer(&run.final_text) {
+                    TextAnswer::Accepted => {}
+                    TextAnswer::Exhausted => return Ok(Outcome::StructuredRetries),
+                    TextAnswer::Remind(reminder) => {
+                        let message = Message::user_text(reminder);
+                        inner
+                            .recorder
+                            .user(message.clone(), UserLine::default())
+                            .map_err(|e| format!("a reminder could not be recorded: {e}"))?;
+                        push_message(inner, message);
+                        continue;
+                    }
+                }
+            }
             // Stop: a hook may send the model back to work, with its reason as the
             // next prompt (bounded: `stop_hook_active` tells the hook it already did).
             match turn_hooks::stop(inner, stop_continuations, cancel).await {
@@ -383,6 +428,16 @@ async fn turn(
         if cancel.is_cancelled() {
             record_interruption(inner, &[]);
             return Ok(Outcome::Interrupted);
+        }
+        // `--json-schema`: an answer that validated ends the turn; too many that did not
+        // end it in error.
+        if let Some(structured) = &inner.sdk.structured_output {
+            if structured.answered() {
+                return Ok(Outcome::Success);
+            }
+            if structured.exhausted() {
+                return Ok(Outcome::StructuredRetries);
+            }
         }
     }
 }

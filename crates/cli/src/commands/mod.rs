@@ -4,3 +4,4 @@ pub(crate) mod config;
 pub(crate) mod mcp;
 pub(crate) mod output;
 pub(crate) mod sessions;
+pub(crate) mod trust;

@@ -1,7 +1,7 @@
 //! `strata sessions …`: list the sessions of a project, show one rebuilt the way resume
 //! rebuilds it, rewind a session's file edits.
 //!
-//! - `strata sessions list [--all-projects] [--json]`
+//! - `strata sessions list [--all-projects] [--json] [--remote <nats-url>]`
 //! - `strata sessions show <session-id or path.jsonl> [--json]`
 //! - `strata sessions rewind <session-id> --to <user-message-uuid> [--dry-run]`
 //! - `strata sessions cleanup [--dry-run] [--json]`: delete sessions older than
@@ -11,6 +11,7 @@
 //! project. An unknown id or an unreadable file is a one-line error and exit code 1.
 
 pub(crate) mod cleanup;
+mod remote;
 mod rewind;
 
 use std::fmt::Write as _;
@@ -59,6 +60,9 @@ struct ListArgs {
     /// Print a JSON array instead of a table.
     #[arg(long)]
     json: bool,
+    /// List the sessions replicated on this NATS server (`nats://host:port`) instead.
+    #[arg(long, value_name = "NATS_URL", conflicts_with = "all_projects")]
+    remote: Option<String>,
 }
 
 /// Arguments of `strata sessions show`.
@@ -90,6 +94,9 @@ fn config_and_project() -> anyhow::Result<(PathBuf, PathBuf)> {
 
 #[allow(clippy::print_stderr)] // warnings about skipped files go to stderr
 fn list(args: ListArgs) -> anyhow::Result<()> {
+    if let Some(url) = &args.remote {
+        return remote::list(url, args.json);
+    }
     let (config, project) = config_and_project()?;
     let mut listing = if args.all_projects {
         listing::list_all(&config)

@@ -41,6 +41,7 @@ mod input;
 mod output;
 mod prompter;
 pub(crate) mod provider;
+mod remote;
 pub(crate) mod sdk_flags;
 mod session;
 mod states;
@@ -92,6 +93,8 @@ pub(crate) struct Setup {
     pub(crate) key_helper: Option<std::sync::Arc<strata_agent::provider::ApiKeyHelper>>,
     /// What the SDK flags ask for.
     pub(crate) sdk: sdk_flags::SdkSetup,
+    /// `--remote`: the NATS server the session is replicated on.
+    pub(crate) remote: Option<String>,
 }
 
 /// Whether a run without `-p` is headless all the same: the official Agent SDKs start
@@ -120,20 +123,34 @@ pub(crate) fn run(mut args: AgentArgs) -> anyhow::Result<()> {
     if let Some(flag) = &args.settings {
         check_settings_flag(flag, &config_dir, &cwd)?;
     }
-    let key_helper = provider::key_helper(
+    let key_helper = provider::key_helper_from(
         args.provider,
         args.replay.as_deref(),
         &env,
         &config_dir,
         &cwd,
         args.settings.as_deref(),
+        sdk.setting_sources.as_deref(),
     );
-    let provider = provider::choose(
+    let mut provider = provider::choose(
         args.provider,
         args.replay.as_deref(),
         &env,
         key_helper.clone(),
     )?;
+    if let Some(fallback) = &sdk.fallback_model {
+        if args.model.as_deref() == Some(fallback.as_str()) {
+            return Err(Failure::usage(format!(
+                "--fallback-model {fallback} is the same as --model: give a different model \
+                 to fall back to"
+            ))
+            .into());
+        }
+        provider = std::sync::Arc::new(strata_agent::provider::FallbackProvider::new(
+            provider,
+            fallback.clone(),
+        ));
+    }
     let prompts = match args.input_format {
         InputFormat::StreamJson => Prompts::Stream,
         InputFormat::Text => Prompts::One(text_prompt(args.prompt)?),
@@ -175,6 +192,7 @@ pub(crate) fn run(mut args: AgentArgs) -> anyhow::Result<()> {
         replay: args.replay,
         key_helper,
         sdk,
+        remote: args.remote,
     };
     // Multi-threaded: tools run in parallel and the engine may block briefly in places;
     // two workers match the machines strata is measured on and start in well under a

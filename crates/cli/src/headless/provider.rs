@@ -13,7 +13,7 @@ use strata_agent::provider::{
     ApiKeyHelper, Provider, ProviderChoice, ProviderError, ReplayProvider,
     select_provider_with_key_helper,
 };
-use strata_config::{FlagSettings, SettingsFiles, SettingsLocations, paths};
+use strata_config::{FlagSettings, SettingsFiles, SettingsLocations, SettingsSource, paths};
 
 use crate::exit::Failure;
 
@@ -31,6 +31,20 @@ pub(crate) fn key_helper(
     cwd: &Path,
     settings_flag: Option<&str>,
 ) -> Option<Arc<ApiKeyHelper>> {
+    key_helper_from(choice, replay, env, config_dir, cwd, settings_flag, None)
+}
+
+/// [`key_helper`] with `--setting-sources`: a settings file that does not load does not
+/// name the helper either (a project's `apiKeyHelper` is a command from the checkout).
+pub(crate) fn key_helper_from(
+    choice: Option<ProviderChoice>,
+    replay: Option<&str>,
+    env: &impl Fn(&str) -> Option<String>,
+    config_dir: &Path,
+    cwd: &Path,
+    settings_flag: Option<&str>,
+    sources: Option<&[SettingsSource]>,
+) -> Option<Arc<ApiKeyHelper>> {
     let set = |k: &str| env(k).is_some_and(|v| !v.trim().is_empty());
     if replay.is_some()
         || matches!(
@@ -45,6 +59,9 @@ pub(crate) fn key_helper(
     let mut locations = SettingsLocations::new(config_dir, &paths::project_root(cwd));
     if let Some(flag) = settings_flag {
         locations = locations.with_flag(FlagSettings::from_arg(flag));
+    }
+    if let Some(sources) = sources {
+        locations = locations.with_sources(sources);
     }
     let command = SettingsFiles::new(locations)
         .load()

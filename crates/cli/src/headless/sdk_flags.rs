@@ -13,13 +13,21 @@
 //! | `--tools` | the only built-in tools offered (`""`: none; `default`: all) |
 //! | `--session-id` | the new session's id (a UUID; an error otherwise) |
 //! | `--max-budget-usd` | ends a turn with `error_max_budget_usd` once spent |
-//! | `--setting-sources` | honoured when it lists user, project and local (the default); else reported |
+//! | `--setting-sources` | which of the user, project and local settings files load (`""`: none, as the SDKs mean it) |
 //! | `--await-initialize` | accepted: strata answers `initialize` whenever it comes |
 //! | `--mcp-config`, `--strict-mcp-config` | the session's MCP servers (`strata-mcp`; top-level flags) |
 //! | `--max-thinking-tokens` | the thinking budget (`0`: off) |
+//! | `--fallback-model` | an overloaded or unavailable model's request is sent once more, to it |
+//! | `--no-session-persistence` | no transcript is written (the session cannot be resumed) |
+//! | `--json-schema` | structured output: the answer validated, `structured_output` in the result |
 //! | `--agents` | agent types for the Agent tool (JSON), over the agent files' |
 //! | `--thinking`, `--thinking-display`, `--effort`, `--task-budget`, `--agent`, `--project-config-root`, `--plugin-dir-no-mcp`, `--resume-session-at`, `--resume-drops-turn`, `--session-mirror`, `--initialize-fields`, `--managed-settings[-in-initialize]`, `--permission-prompts`, `--channels` (the TypeScript SDK's newer flags) | reported |
-//! | `--fallback-model`, `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--no-session-persistence`, `--json-schema`, `--plugin-dir`, `--replay-user-messages` | reported |
+//! | `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--plugin-dir`, `--replay-user-messages` | reported |
+
+use std::sync::Arc;
+
+use strata_agent::structured::StructuredOutput;
+use strata_config::SettingsSource;
 
 use crate::args::SdkArgs;
 use crate::exit::Failure;
@@ -40,6 +48,14 @@ pub(crate) struct SdkSetup {
     pub(crate) tools: Option<Vec<String>>,
     /// `--agents`: agent types as JSON (`{name: {description, prompt, …}}`).
     pub(crate) agents: Option<serde_json::Value>,
+    /// `--fallback-model`.
+    pub(crate) fallback_model: Option<String>,
+    /// `--no-session-persistence`.
+    pub(crate) no_session_persistence: bool,
+    /// `--setting-sources`: the settings files that load (`None`: all).
+    pub(crate) setting_sources: Option<Vec<SettingsSource>>,
+    /// `--json-schema`: the schema every answer must match.
+    pub(crate) structured_output: Option<Arc<StructuredOutput>>,
     /// The flags given that strata does not honour yet, as `--flag: why`.
     pub(crate) unsupported: Vec<String>,
 }
@@ -76,6 +92,7 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
             "--max-budget-usd {budget}: give a positive number of dollars"
         )));
     }
+    let mut setting_sources = None;
     if let Some(sources) = &args.setting_sources {
         let mut listed: Vec<&str> = sources
             .split(',')
@@ -93,20 +110,19 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
         }
         listed.sort_unstable();
         listed.dedup();
-        if listed.len() != 3 {
-            report(
-                "--setting-sources",
-                "choosing which settings files load is not built yet; user, project and local \
-                 settings all load",
-            );
-        }
+        setting_sources = Some(
+            listed
+                .iter()
+                .filter_map(|s| match *s {
+                    "user" => Some(SettingsSource::User),
+                    "project" => Some(SettingsSource::Project),
+                    "local" => Some(SettingsSource::Local),
+                    _ => None,
+                })
+                .collect(),
+        );
     }
-    let simple: [(&str, bool, &str); 9] = [
-        (
-            "--fallback-model",
-            args.fallback_model.is_some(),
-            "no fallback model is used",
-        ),
+    let simple: [(&str, bool, &str); 6] = [
         (
             "--betas",
             !args.betas.is_empty(),
@@ -126,16 +142,6 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
             "--debug-to-stderr",
             args.debug_to_stderr,
             "use STRATA_LOG=debug",
-        ),
-        (
-            "--no-session-persistence",
-            args.no_session_persistence,
-            "the session is still written to disk",
-        ),
-        (
-            "--json-schema",
-            args.json_schema.is_some(),
-            "structured output is not built yet; the result has no structured_output",
         ),
         (
             "--plugin-dir",
@@ -188,8 +194,21 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
         })?),
         None => None,
     };
+    let structured_output = match &args.json_schema {
+        Some(text) => Some(Arc::new(StructuredOutput::parse(text).map_err(|e| {
+            Failure::usage(format!(
+                "--json-schema: {e}; give a JSON schema object such as \
+                 '{{\"type\":\"object\",\"properties\":{{\"answer\":{{\"type\":\"string\"}}}}}}'"
+            ))
+        })?)),
+        None => None,
+    };
     Ok(SdkSetup {
         agents,
+        no_session_persistence: args.no_session_persistence,
+        setting_sources,
+        fallback_model: args.fallback_model.filter(|m| !m.trim().is_empty()),
+        structured_output,
         tools,
         system_prompt,
         append_system_prompt: args.append_system_prompt,

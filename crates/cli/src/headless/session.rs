@@ -51,6 +51,26 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             _ => None,
         },
     );
+    // `--remote`: connected before the session opens, so a session this machine does not
+    // have can be rebuilt from the stream and every line is replicated from the first.
+    let remote = match &setup.remote {
+        Some(url) => match super::remote::Link::connect(url).await {
+            Ok(link) => Some(link),
+            Err(e) => {
+                warn(format_args!(
+                    "{e}; the session runs locally, without the remote"
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    if let (Some(link), Some(strata_agent::engine::ResumeTarget::Session(id))) =
+        (&remote, &setup.resume)
+        && uuid::Uuid::parse_str(id).is_ok()
+    {
+        link.rebuild(&setup.config_dir, &setup.cwd, id).await?;
+    }
     let default_model = setup.provider.default_model().map(str::to_owned);
     let provider_name = setup.provider.name();
     let sdk = setup.sdk;
@@ -95,6 +115,10 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             // agents it started (their notifications are turns of their own).
             hold_result_for_agents: true,
             agents: sdk.agents,
+            structured_output: sdk.structured_output,
+            no_session_persistence: sdk.no_session_persistence,
+            setting_sources: sdk.setting_sources,
+            transcript_mirror: remote.as_ref().map(super::remote::Link::mirror),
         },
     };
     let unsupported_flags = sdk.unsupported;
@@ -106,6 +130,10 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     for warning in engine.warnings() {
         warn(format_args!("{warning}"));
     }
+    let attached = match &remote {
+        Some(link) => Some(link.attach(&engine).await),
+        None => None,
+    };
     let (config_dir, cwd, settings_flag, resumed) = sweep;
     let keep = std::iter::once(engine.session_id())
         .chain(resumed)
@@ -195,6 +223,7 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     // allocations) adds tens of milliseconds to every `strata -p --resume` (issue 10).
     // Only message data is kept: no handle, file or channel.
     let _conversation = std::mem::ManuallyDrop::new(engine.store().get().messages.clone());
+    let final_mode = engine.store().get().tool_permission_context.mode.external();
     let closed = match Arc::try_unwrap(engine) {
         Ok(engine) => engine.close().await.map_err(Failure::from),
         // Every task that held the engine has ended by now; if one still does, its
@@ -205,6 +234,9 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         )),
     };
     sweep.finish();
+    if let Some(link) = &remote {
+        link.finish(attached, final_mode).await;
+    }
     if let Some(writer) = writer {
         writer.finish();
     }

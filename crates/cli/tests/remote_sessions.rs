@@ -1,0 +1,250 @@
+//! `--remote` through the real binary (issue 17 items 1–3): two strata processes with
+//! their own config directories act as two hosts sharing one `nats-server -js` on a
+//! loopback port. The first runs a session; its metadata and every transcript line reach
+//! NATS; `sessions list --remote` lists it; the second rebuilds it from the stream,
+//! byte for byte, resumes it in the permission mode the metadata holds, and a mode set
+//! in the bucket while a session runs reaches it through the mode gate.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod headless_support;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use strata_remote::{RemoteConnection, fetch_lines};
+use strata_testkit::{MockResponse, MockServer};
+
+use headless_support::{Driver, Env};
+
+struct Nats {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_nats() -> Nats {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new("nats-server")
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nats-server must be installed (apt-get install nats-server; .ci/run does it)");
+    Nats {
+        child,
+        url: format!("nats://127.0.0.1:{port}"),
+        _dir: dir,
+    }
+}
+
+async fn connect(url: &str) -> RemoteConnection {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match RemoteConnection::connect(url, 1).await {
+            Ok(connection) => return connection,
+            Err(error) if Instant::now() > deadline => panic!("{error}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+fn transcript_lines(env: &Env) -> (std::path::PathBuf, Vec<String>) {
+    let (path, _) = env.transcripts().into_iter().next().expect("a transcript");
+    let text = std::fs::read_to_string(&path).unwrap();
+    (path, text.lines().map(str::to_owned).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_moves_between_two_hosts_through_nats() {
+    let nats = start_nats();
+    let connection = connect(&nats.url).await;
+    let server = MockServer::start().await.unwrap();
+
+    // Host A: a session with the remote on.
+    let a = Env::new();
+    server.push(MockResponse::text("noted"));
+    let run = a
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "remember 42",
+                "--output-format",
+                "json",
+                "--remote",
+                &nats.url,
+            ],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let id = serde_json::from_str::<Value>(run.stdout.trim()).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, local) = transcript_lines(&a);
+    let replicated = fetch_lines(&connection, &id).await.unwrap();
+    assert_eq!(
+        replicated, local,
+        "every line reached the stream, in order, as written"
+    );
+
+    // Its metadata document is in the bucket and the listing shows it.
+    let doc: Value =
+        serde_json::from_slice(&connection.bucket().get(&id).await.unwrap().unwrap()).unwrap();
+    assert_eq!(doc["permission_mode"], "default");
+    assert_eq!(doc["status"], "ended");
+    let listed = a
+        .run(None, &["sessions", "list", "--remote", &nats.url, "--json"])
+        .await;
+    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+    let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["sessionId"] == id),
+        "{rows}"
+    );
+
+    // Elsewhere, the session is set to plan mode.
+    let mut plan = doc.as_object().unwrap().clone();
+    plan.insert("permission_mode".into(), json!("plan"));
+    connection
+        .bucket()
+        .put(&id, serde_json::to_vec(&plan).unwrap().into())
+        .await
+        .unwrap();
+
+    // Host B has never seen the session: it is rebuilt from the stream and resumed.
+    let b = Env::new();
+    server.push(MockResponse::text("it was 42"));
+    let run = b
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "what was it?",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "-r",
+                &id,
+                "--remote",
+                &nats.url,
+            ],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let init = run
+        .lines()
+        .into_iter()
+        .find(|l| l["type"] == "system" && l["subtype"] == "init")
+        .unwrap();
+    assert_eq!(init["session_id"], id.as_str());
+    assert_eq!(
+        init["permissionMode"], "plan",
+        "the restored mode is the metadata's (FX-7)"
+    );
+    let (_, rebuilt) = transcript_lines(&b);
+    assert_eq!(
+        rebuilt[..local.len()],
+        local[..],
+        "the rebuilt transcript holds host A's lines byte for byte"
+    );
+    let asked = server.requests().last().unwrap().body_text();
+    assert!(
+        asked.contains("remember 42"),
+        "the history reached the model"
+    );
+    // And host B's new lines were replicated too.
+    let replicated = fetch_lines(&connection, &id).await.unwrap();
+    assert_eq!(replicated, rebuilt);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
+    let nats = start_nats();
+    let connection = connect(&nats.url).await;
+    let server = MockServer::start().await.unwrap();
+    let env = Env::new();
+    server.push(MockResponse::text("ok"));
+    let mut s = Driver::spawn(env.command(
+        Some(&server),
+        &[
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--remote",
+            &nats.url,
+        ],
+    ));
+    let init = s
+        .until(|l| l["type"] == "system" && l["subtype"] == "init")
+        .await;
+    let id = init["session_id"].as_str().unwrap().to_owned();
+    let started = Instant::now();
+    let mut doc: serde_json::Map<String, Value> =
+        serde_json::from_slice(&connection.bucket().get(&id).await.unwrap().unwrap()).unwrap();
+    doc.insert("permission_mode".into(), json!("acceptEdits"));
+    connection
+        .bucket()
+        .put(&id, serde_json::to_vec(&doc).unwrap().into())
+        .await
+        .unwrap();
+    let status = s
+        .until(|l| l["type"] == "system" && l["subtype"] == "status")
+        .await;
+    assert_eq!(status["permissionMode"], "acceptEdits");
+    eprintln!("the change reached the session in {:?}", started.elapsed());
+    s.prompt("hi").await;
+    assert_eq!(s.result().await["subtype"], "success");
+    let finished = s.finish().await;
+    assert_eq!(finished.code, Some(0), "{}", finished.stderr);
+}
+
+#[tokio::test]
+async fn a_remote_that_cannot_be_reached_at_start_leaves_a_local_session_and_says_so() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port(); // closed again: nothing listens there
+    let server = MockServer::start().await.unwrap();
+    let env = Env::new();
+    server.push(MockResponse::text("still here"));
+    let url = format!("nats://127.0.0.1:{port}");
+    let started = Instant::now();
+    let run = env
+        .run(Some(&server), &["-p", "hi", "--remote", &url])
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "still here");
+    assert!(
+        run.stderr.contains("runs locally"),
+        "the user is told: {}",
+        run.stderr
+    );
+    assert_eq!(
+        env.transcripts().len(),
+        1,
+        "the local transcript is written"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
