@@ -163,6 +163,8 @@ pub trait TaskObserver: Send + Sync {
 pub struct Notifications {
     /// Each with the kind of task it is about.
     queue: Mutex<VecDeque<(TaskType, String)>>,
+    /// Given with the next request, waking nobody.
+    reminders: Mutex<Vec<String>>,
     arrived: tokio::sync::Notify,
 }
 
@@ -180,9 +182,18 @@ impl Notifications {
         self.arrived.notify_one();
     }
 
-    /// Takes every waiting message.
+    /// Queues `text` for the next model request without waking anyone: something the
+    /// model should know when it next works (a resumed session's lost tasks), not a
+    /// reason to start a turn.
+    pub fn push_reminder(&self, text: String) {
+        lock(&self.reminders).push(text);
+    }
+
+    /// Takes every waiting message, reminders first.
     pub fn drain(&self) -> Vec<String> {
-        lock(&self.queue).drain(..).map(|(_, text)| text).collect()
+        let mut out: Vec<String> = lock(&self.reminders).drain(..).collect();
+        out.extend(lock(&self.queue).drain(..).map(|(_, text)| text));
+        out
     }
 
     /// True when a message about an agent waits (a held-back result waits for those).

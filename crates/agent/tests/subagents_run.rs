@@ -665,3 +665,38 @@ async fn a_custom_agent_file_gives_its_prompt_tools_and_model_and_task_is_read_a
     );
     engine.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn sp3_a_resumed_session_is_told_its_background_tasks_are_gone() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use(
+        "toolu_sleep",
+        "Bash",
+        json!({"command": "sleep 300", "run_in_background": true, "description": "Long sleep"}),
+    ));
+    server.push(Reply::new().text("Started."));
+    let mut opts = options(&env, &server, Arc::new(Collect::default()), None);
+    opts.permission.allowed_tools = vec!["Bash(sleep:*)".into()];
+    let engine = Engine::open(opts).await.unwrap();
+    let first = engine
+        .run_prompt(Message::user_text("Sleep"), CancellationToken::new())
+        .await;
+    assert_eq!(first.subtype, ResultSubtype::Success, "{:?}", first.errors);
+    let id = shell_pids(&engine)[0].0.to_string();
+    let session = engine.session_id();
+    engine.close().await.unwrap();
+
+    server.push(Reply::new().text("I will start it again."));
+    let mut opts = options(&env, &server, Arc::new(Collect::default()), None);
+    opts.resume = Some(strata_agent::engine::ResumeTarget::Session(session));
+    let engine = Engine::open(opts).await.unwrap();
+    let again = engine
+        .run_prompt(Message::user_text("Is it done?"), CancellationToken::new())
+        .await;
+    assert_eq!(again.subtype, ResultSubtype::Success, "{:?}", again.errors);
+    let body = server.requests().last().unwrap().body_text();
+    assert!(body.contains("are gone"), "{body}");
+    assert!(body.contains(&format!("{id} (Bash: Long sleep)")), "{body}");
+    engine.close().await.unwrap();
+}

@@ -86,13 +86,14 @@ async fn sdk_start_without_p_accepts_every_sdk_flag_in_both_forms_and_reports_th
         .iter()
         .map(|v| v.as_str().unwrap().split(':').next().unwrap().to_owned())
         .collect();
-    for flag in ["--agents", "--plugin-dir", "--thinking"] {
+    for flag in ["--plugin-dir", "--thinking"] {
         assert!(
             unsupported.contains(&flag.to_owned()),
             "{flag}: {unsupported:?}"
         );
     }
     for honoured in [
+        "--agents",
         "--fallback-model",
         "--json-schema",
         "--setting-sources",
@@ -400,7 +401,7 @@ async fn requests_for_capabilities_not_built_are_errors_naming_the_capability() 
         .await;
     assert_eq!(s.response("ok").await["response"]["subtype"], "success");
     for (id, subtype, names) in [
-        ("c1", "stop_task", "background tasks"),
+        ("c1", "stop_task", "task_id"),
         ("c5", "mcp_reconnect", "serverName"),
         ("c6", "mcp_toggle", "enabled"),
     ] {

@@ -14,11 +14,13 @@
 //! - `background`: background agents as local agent tasks of the root store, their
 //!   notification, stop and eviction (SL-2, SL-3).
 //! - `events`: where a sub-agent's messages go.
+//! - [`resume`]: background work a resumed conversation lost (SP-3).
 
 mod background;
 pub mod definitions;
 mod events;
 mod prepare;
+pub mod resume;
 mod runtime;
 pub mod tool;
 

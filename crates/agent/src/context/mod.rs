@@ -11,7 +11,7 @@
 //! | state setter | a no-op, unless `share_set_app_state` (SA-2) |
 //! | tasks setter | the root store's, at any depth (SA-3) |
 //! | state reader | async: the parent's with `should_avoid_permission_prompts` injected; sync: the parent's (SA-4) |
-//! | cancellation | a child token (cancelled with its parent, never the reverse), unless `share_abort_controller` (SA-5) |
+//! | cancellation | a child token (cancelled with its parent, never the reverse), unless `share_abort_controller` (SA-5); a background agent's is a child of its parent's owner lifetime (`outlives_turn`), not of the turn |
 //! | tool context: read-file state, working directory | copies (SA-6) |
 //! | content-replacement state | a deep copy (SA-6) |
 //! | nested-memory and skill sets | fresh, empty (SA-6) |

@@ -323,6 +323,13 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         git_branch: branch.clone(),
         lifetime: lifetime.clone(),
     });
+    // SP-3: background work does not survive a restart; a resumed conversation's model
+    // is told which of its tasks are gone, with its next request.
+    if let Some(notice) = crate::agents::resume::lost_tasks_notice(
+        &crate::agents::resume::lost_tasks(store.get().messages.iter()),
+    ) {
+        agents.notifications().push_reminder(notice);
+    }
     let hooks = SessionHooks {
         file_history: Arc::clone(&file_history),
         layout: layout.clone(),

@@ -73,6 +73,10 @@ struct ShowArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// Show this sub-agent's transcript (`subagents/agent-<id>.jsonl`) instead, read by
+    /// the same rules.
+    #[arg(long, value_name = "AGENT_ID")]
+    agent: Option<String>,
 }
 
 /// Runs `strata sessions`.
@@ -222,7 +226,25 @@ fn show(args: ShowArgs) -> anyhow::Result<()> {
     let (config, project) = config_and_project()?;
     let path = resume::resolve(&config, &project, &args.session)
         .map_err(|e| Failure::failed(e.to_string()))?;
-    let s = LoadedSession::load(&path).map_err(|e| Failure::failed(e.to_string()))?;
+    let mut s = LoadedSession::load(&path).map_err(|e| Failure::failed(e.to_string()))?;
+    if let Some(agent) = &args.agent {
+        let agent = agent.trim().trim_start_matches("agent-");
+        let Some(found) = s.subagents.iter().find(|a| a.agent_id == agent) else {
+            let known: Vec<&str> = s.subagents.iter().map(|a| a.agent_id.as_str()).collect();
+            return Err(Failure::failed(if known.is_empty() {
+                format!("session {} has no sub-agent transcripts", s.session_id)
+            } else {
+                format!(
+                    "session {} has no sub-agent {agent}; its sub-agents: {}",
+                    s.session_id,
+                    known.join(", ")
+                )
+            })
+            .into());
+        };
+        let path = found.path.clone();
+        s = LoadedSession::load(&path).map_err(|e| Failure::failed(e.to_string()))?;
+    }
     if args.json {
         output::println(&serde_json::to_string_pretty(&show_json(&s)?)?)?;
     } else {
