@@ -1,6 +1,6 @@
 //! The `Agent` tool: what the model sees of sub-agents (its schema and description) and
 //! how its input is read. Running a call needs the caller's turn, so the query loop hands
-//! Agent calls to [`AgentRuntime::run_call`](super::AgentRuntime::run_call) instead of
+//! Agent calls to `AgentRuntime::run_call` instead of
 //! [`Tool::call`].
 //!
 //! The input is the reference agent's: `description`, `prompt`, `subagent_type`, and
