@@ -8,6 +8,7 @@
 //!   OpenAI-compatible chat completions, replay of a recorded session).
 //! - [`tools`]: the tools the model can call (Bash, Read, Write, Edit, Glob, Grep,
 //!   TodoWrite) behind one trait.
+//! - [`commands`]: the user's custom slash commands and skills (markdown files).
 //! - [`permissions`]: permission modes, rules and decisions for tool calls.
 //! - [`context`]: the tool-use context and sub-agent isolation (SA-1 … SA-7).
 //! - [`query`]: the query loop: one turn, from a narrow context of what a turn needs
@@ -17,6 +18,7 @@
 //! - [`engine`]: a session at work: opening or resuming it, running prompts through the
 //!   query loop, control requests, closing it. What the CLI and SDK clients drive.
 
+pub mod commands;
 pub mod context;
 pub mod context_window;
 mod cost;

@@ -147,10 +147,13 @@ async fn registry_lists_tools_and_rejects_unknown_names() {
             "TaskOutput",
             "TaskStop",
             "EnterPlanMode",
-            "ExitPlanMode"
+            "ExitPlanMode",
+            "AskUserQuestion",
+            "Skill",
+            "WebFetch"
         ]
     );
-    assert_eq!(registry.definitions().len(), 11);
+    assert_eq!(registry.definitions().len(), 14);
     let call = ToolCall {
         id: "t1".into(),
         input: json!({}),

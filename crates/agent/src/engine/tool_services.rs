@@ -35,6 +35,13 @@ pub(crate) struct SessionHooks {
     pub(crate) shell_tasks: Arc<ShellTasks>,
     /// The bootstrap state, where the session's plan slug lives (BS-5).
     pub(crate) bootstrap: super::BootstrapHandle,
+    /// The skills found when the session opened (the Skill tool).
+    pub(crate) skills: Arc<crate::commands::SkillCatalog>,
+    /// The session's provider, for small model requests (WebFetch).
+    pub(crate) provider: Arc<dyn crate::provider::Provider>,
+    /// The provider's default model, when neither the app state nor the settings name
+    /// one.
+    pub(crate) default_model: Option<String>,
 }
 
 impl ToolHooks for SessionHooks {
@@ -98,6 +105,37 @@ impl ToolHooks for SessionHooks {
                 .join("plans")
                 .join(format!("{slug}.md")),
         )
+    }
+
+    fn skills(&self) -> Option<Arc<crate::commands::SkillCatalog>> {
+        Some(Arc::clone(&self.skills))
+    }
+
+    fn ask_small_model(
+        &self,
+        system: String,
+        prompt: String,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> crate::tools::SmallModelFuture<'_> {
+        let main = {
+            let state = self.store.get();
+            state
+                .main_loop_model
+                .as_ref()
+                .map(|m| m.to_string())
+                .or_else(|| state.settings.model.clone())
+                .or_else(|| self.default_model.clone())
+                .unwrap_or_default()
+        };
+        let model = super::small_model::small_model(self.provider.as_ref(), main);
+        Box::pin(super::small_model::ask(
+            self.provider.as_ref(),
+            &self.bootstrap,
+            model,
+            system,
+            prompt,
+            cancel,
+        ))
     }
 
     fn todos(&self) -> Value {
