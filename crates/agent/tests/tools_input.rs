@@ -150,10 +150,11 @@ async fn registry_lists_tools_and_rejects_unknown_names() {
             "ExitPlanMode",
             "AskUserQuestion",
             "Skill",
-            "WebFetch"
+            "WebFetch",
+            "WebSearch"
         ]
     );
-    assert_eq!(registry.definitions().len(), 14);
+    assert_eq!(registry.definitions().len(), 15);
     let call = ToolCall {
         id: "t1".into(),
         input: json!({}),

@@ -21,6 +21,7 @@ mod mcp;
 mod open;
 mod permission_updates;
 mod small_model;
+mod web_search;
 pub(crate) use crate::record;
 pub(crate) mod tool_services;
 

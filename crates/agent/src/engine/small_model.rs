@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use strata_bootstrap::ApiDuration;
-use strata_protocol::message::Message;
+use strata_protocol::message::{ContentBlock, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::BootstrapHandle;
@@ -54,10 +54,25 @@ pub(super) async fn ask(
         max_tokens: MAX_TOKENS,
         thinking_budget: None,
     };
+    let blocks = complete(provider, bootstrap, request, cancel).await?;
+    let text: String = blocks.iter().filter_map(ContentBlock::as_text).collect();
+    if text.trim().is_empty() {
+        return Err("the model's answer was empty".into());
+    }
+    Ok(text)
+}
+
+/// Streams `request` to the end and returns the answer's blocks; its cost is counted.
+pub(super) async fn complete(
+    provider: &dyn Provider,
+    bootstrap: &BootstrapHandle,
+    request: ModelRequest,
+    cancel: CancellationToken,
+) -> Result<Vec<ContentBlock>, String> {
     let started = Instant::now();
     let mut stream = provider.stream(request, cancel.clone());
     let mut acc = MessageAccumulator::new();
-    let mut text = String::new();
+    let mut blocks = Vec::new();
     let outcome = loop {
         let event = tokio::select! {
             biased;
@@ -68,11 +83,7 @@ pub(super) async fn ask(
             None => break Ok(()),
             Some(Err(e)) => break Err(e),
             Some(Ok(event)) => match acc.push(&event) {
-                Ok(Some(done)) => {
-                    if let Some(t) = done.block.as_text() {
-                        text.push_str(t);
-                    }
-                }
+                Ok(Some(done)) => blocks.push(done.block),
                 Ok(None) => {}
                 Err(e) => {
                     break Err(ProviderError::Protocol {
@@ -94,8 +105,7 @@ pub(super) async fn ask(
         );
     }
     match outcome {
-        Ok(()) if acc.is_complete() && !text.trim().is_empty() => Ok(text),
-        Ok(()) if acc.is_complete() => Err("the model's answer was empty".into()),
+        Ok(()) if acc.is_complete() => Ok(blocks),
         Ok(()) => Err("the model's answer ended before it was complete".into()),
         Err(ProviderError::Cancelled) => Err("interrupted".into()),
         Err(e) => Err(e.to_string()),

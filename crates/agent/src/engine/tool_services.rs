@@ -44,6 +44,21 @@ pub(crate) struct SessionHooks {
     pub(crate) default_model: Option<String>,
 }
 
+impl SessionHooks {
+    /// The session's model now (as the engine picks it: the app state's, the settings',
+    /// the provider's default).
+    fn main_model(&self) -> String {
+        let state = self.store.get();
+        state
+            .main_loop_model
+            .as_ref()
+            .map(|m| m.to_string())
+            .or_else(|| state.settings.model.clone())
+            .or_else(|| self.default_model.clone())
+            .unwrap_or_default()
+    }
+}
+
 impl ToolHooks for SessionHooks {
     fn before_edit(&self, path: &Path) -> Result<(), String> {
         // A store update; the hub writes the backup before this returns (see
@@ -117,23 +132,27 @@ impl ToolHooks for SessionHooks {
         prompt: String,
         cancel: tokio_util::sync::CancellationToken,
     ) -> crate::tools::SmallModelFuture<'_> {
-        let main = {
-            let state = self.store.get();
-            state
-                .main_loop_model
-                .as_ref()
-                .map(|m| m.to_string())
-                .or_else(|| state.settings.model.clone())
-                .or_else(|| self.default_model.clone())
-                .unwrap_or_default()
-        };
-        let model = super::small_model::small_model(self.provider.as_ref(), main);
+        let model = super::small_model::small_model(self.provider.as_ref(), self.main_model());
         Box::pin(super::small_model::ask(
             self.provider.as_ref(),
             &self.bootstrap,
             model,
             system,
             prompt,
+            cancel,
+        ))
+    }
+
+    fn web_search(
+        &self,
+        query: crate::tools::WebSearchQuery,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> crate::tools::WebSearchFuture<'_> {
+        Box::pin(super::web_search::search(
+            self.provider.as_ref(),
+            &self.bootstrap,
+            self.main_model(),
+            query,
             cancel,
         ))
     }

@@ -12,7 +12,7 @@
 //!
 //! The tool set ([`default_tools`], [`ToolRegistry`]): [`Bash`], [`Read`], [`Write`],
 //! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`], [`TaskOutput`], [`TaskStop`], [`EnterPlanMode`], [`ExitPlanMode`],
-//! [`AskUserQuestion`], [`Skill`], [`WebFetch`]. Names, input fields and their meaning
+//! [`AskUserQuestion`], [`Skill`], [`WebFetch`], [`WebSearch`]. Names, input fields and their meaning
 //! follow the reference agent's public tool documentation, so models trained on it use
 //! them correctly; descriptions and messages are strata's own.
 
@@ -32,6 +32,7 @@ mod skill;
 mod tasks;
 mod todo;
 mod web_fetch;
+mod web_search;
 mod write;
 
 pub(crate) use crate::sync::lock;
@@ -61,6 +62,7 @@ pub use self::skill::Skill;
 pub use self::tasks::{TaskOutput, TaskStop};
 pub use self::todo::{TodoItem, TodoStatus, TodoWrite};
 pub use self::web_fetch::{CACHE_TTL as WEB_FETCH_CACHE_TTL, WebFetch, WebFetchLimits};
+pub use self::web_search::{WebSearch, WebSearchAnswer, WebSearchQuery};
 pub use self::write::Write;
 use crate::provider::ToolDefinition;
 use crate::secrets::{Redactor, Secrets};
@@ -71,6 +73,10 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
 /// A boxed future returned by [`ToolHooks::ask_small_model`]: the answer's text, or why
 /// there is none.
 pub type SmallModelFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+
+/// A boxed future returned by [`ToolHooks::web_search`].
+pub type WebSearchFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<WebSearchAnswer, String>> + Send + 'a>>;
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync + fmt::Debug {
@@ -397,6 +403,13 @@ pub trait ToolHooks: Send + Sync {
         let _ = (system, prompt, cancel);
         Box::pin(async { Err("this run has no model to apply the prompt with".to_owned()) })
     }
+
+    /// Runs a web search through the session's provider (WebSearch). The default (no
+    /// session) cannot search.
+    fn web_search(&self, query: WebSearchQuery, cancel: CancellationToken) -> WebSearchFuture<'_> {
+        let _ = (query, cancel);
+        Box::pin(async { Err("this run has no model service to search with".to_owned()) })
+    }
 }
 
 /// Hooks for tools used outside a session (examples, sub-systems without a transcript):
@@ -434,6 +447,7 @@ pub fn default_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(AskUserQuestion),
         Arc::new(Skill),
         Arc::new(WebFetch::default()),
+        Arc::new(WebSearch),
     ]
 }
 
@@ -585,5 +599,9 @@ impl ToolHooks for RedactingHooks {
         cancel: CancellationToken,
     ) -> SmallModelFuture<'_> {
         self.inner.ask_small_model(system, prompt, cancel)
+    }
+
+    fn web_search(&self, query: WebSearchQuery, cancel: CancellationToken) -> WebSearchFuture<'_> {
+        self.inner.web_search(query, cancel)
     }
 }
