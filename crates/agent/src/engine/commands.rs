@@ -91,6 +91,10 @@ impl Inner {
         let Some((name, args)) = expand::parse_invocation(&text) else {
             return (prompt, CommandTurn::default());
         };
+        // The engine's own slash prompts come first: a user file cannot replace them.
+        if name == "compact" {
+            return (prompt, CommandTurn::default());
+        }
         let Some(command) = self.commands.get(name).cloned() else {
             return (prompt, CommandTurn::default());
         };
