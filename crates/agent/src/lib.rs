@@ -7,7 +7,9 @@
 //! - [`provider`]: model providers behind one streaming trait (Anthropic Messages API,
 //!   OpenAI-compatible chat completions, replay of a recorded session).
 //! - [`tools`]: the tools the model can call (Bash, Read, Write, Edit, Glob, Grep,
-//!   TodoWrite, TaskOutput, TaskStop, plan mode) behind one trait.
+//!   TodoWrite, TaskOutput, TaskStop, plan mode, AskUserQuestion, Skill, WebFetch,
+//!   WebSearch) behind one trait.
+//! - [`commands`]: the user's custom slash commands and skills (markdown files).
 //! - [`permissions`]: permission modes, rules and decisions for tool calls.
 //! - [`context`]: the tool-use context and sub-agent isolation (SA-1 … SA-7).
 //! - [`agents`]: sub-agents at run time: the Agent tool, agent types, synchronous and
@@ -27,6 +29,7 @@
 
 pub mod agents;
 pub mod background;
+pub mod commands;
 pub mod context;
 pub mod context_window;
 mod cost;

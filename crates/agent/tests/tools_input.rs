@@ -147,10 +147,14 @@ async fn registry_lists_tools_and_rejects_unknown_names() {
             "TaskOutput",
             "TaskStop",
             "EnterPlanMode",
-            "ExitPlanMode"
+            "ExitPlanMode",
+            "AskUserQuestion",
+            "Skill",
+            "WebFetch",
+            "WebSearch"
         ]
     );
-    assert_eq!(registry.definitions().len(), 11);
+    assert_eq!(registry.definitions().len(), 15);
     let call = ToolCall {
         id: "t1".into(),
         input: json!({}),

@@ -32,6 +32,8 @@
 //! mid-stream errors, dropped connections and pausing a stream until the test releases it
 //! (interrupt tests), and [`render`] for the exact events sent.
 //!
+//! [`PageServer`] serves fixed web pages on `127.0.0.1` for the tools that fetch URLs.
+//!
 //! The real-corpus tests find the reference agent's transcripts through [`corpus`] (an
 //! environment variable; skipped with one line on a fresh clone), and [`transcripts`]
 //! writes transcripts in the reference format from the product's own entry types, so the
@@ -41,12 +43,14 @@
 //! `strata-protocol`'s message types and no other crate of ours.
 
 pub mod corpus;
+mod pages;
 pub mod render;
 mod reply;
 mod script;
 mod server;
 pub mod transcripts;
 
+pub use pages::{Page, PageServer};
 pub use reply::Reply;
 pub use script::{Gate, MockResponse};
 pub use server::{MockServer, RecordedRequest};

@@ -563,11 +563,13 @@ impl App {
     /// Sends a prompt, or runs a slash command.
     fn submit(&mut self, submitted: Submitted) -> Request {
         if let Some(command) = submitted.text.trim().strip_prefix('/') {
-            // `/compact` and MCP prompts (`/mcp__server__prompt`) are the engine's slash
-            // prompts, run as a turn as in headless mode; the rest are the UI's.
-            let engine_prompt = command == "compact"
-                || command.starts_with("compact ")
-                || command.starts_with("mcp__");
+            // `/compact`, MCP prompts (`/mcp__server__prompt`) and the user's custom
+            // commands are the engine's slash prompts, run as a turn as in headless mode;
+            // the rest are the UI's.
+            let name = command.split_whitespace().next().unwrap_or("");
+            let engine_prompt = name == "compact"
+                || name.starts_with("mcp__")
+                || self.engine.custom_commands().get(name).is_some();
             if !engine_prompt {
                 return crate::commands::run(self, command.trim());
             }

@@ -24,7 +24,10 @@ pub fn run(app: &mut App, command: &str) -> Request {
         .unwrap_or((command, ""));
     let arg = arg.trim();
     match name {
-        "help" | "?" => app.notify(HELP),
+        "help" | "?" => {
+            let custom = custom_help(app.engine().custom_commands());
+            app.notify(&format!("{HELP}{custom}"));
+        }
         "exit" | "quit" => return Request::Exit,
         "cost" => {
             let cost = app.footer_data().cost_usd;
@@ -123,6 +126,28 @@ fn context_report(usage: &serde_json::Value) -> String {
                 n(&f["tokens"])
             ));
         }
+    }
+    out
+}
+
+/// The user's custom commands for `/help`: name, argument hint, description and where
+/// the file is (project or user); empty without any.
+fn custom_help(catalog: &strata_agent::commands::CommandCatalog) -> String {
+    let mut out = String::new();
+    if catalog.commands().is_empty() {
+        return out;
+    }
+    out.push_str("\nCustom commands:");
+    for c in catalog.commands() {
+        let usage = match &c.argument_hint {
+            Some(hint) => format!("/{} {hint}", c.name),
+            None => format!("/{}", c.name),
+        };
+        out.push_str(&format!(
+            "\n{usage:<18} {} ({})",
+            c.description,
+            c.scope.as_str()
+        ));
     }
     out
 }

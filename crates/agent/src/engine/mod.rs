@@ -12,6 +12,7 @@
 // The transcript recorder, cost accounting and file history are shared with the query
 // loop; they stay reachable under `engine::` for the engine's own modules.
 pub(crate) use crate::{cost, file_history};
+mod commands;
 mod context_report;
 mod error;
 mod handles;
@@ -21,6 +22,8 @@ mod open;
 mod permission_updates;
 mod tasks;
 pub(crate) use self::permission_updates::apply_permission_updates;
+mod small_model;
+mod web_search;
 pub(crate) use crate::record;
 pub(crate) mod tool_services;
 
@@ -201,6 +204,8 @@ struct Inner {
     /// Cancelled when the session closes: background work (shell tasks, agents) is its
     /// child.
     lifetime: CancellationToken,
+    /// The user's custom slash commands (read at open).
+    commands: crate::commands::CommandCatalog,
 }
 
 impl Engine {
@@ -243,6 +248,12 @@ impl Engine {
         &self.inner.warnings
     }
 
+    /// The user's custom slash commands found when the session opened (for `/help` and
+    /// completion; a prompt `/name args` runs one).
+    pub fn custom_commands(&self) -> &crate::commands::CommandCatalog {
+        &self.inner.commands
+    }
+
     /// Whether the resumed conversation had been cut off mid-turn.
     pub fn resumed_interrupted(&self) -> bool {
         self.inner.resumed_interrupted
@@ -278,11 +289,18 @@ impl Engine {
                 .collect(),
             model: inner.model(),
             permission_mode: state.tool_permission_context.mode.to_string(),
-            slash_commands: state
-                .mcp
+            slash_commands: inner
                 .commands
+                .commands()
                 .iter()
-                .map(|c| strata_mcp::naming::tool_name(&c.server, &c.name))
+                .map(|c| c.name.clone())
+                .chain(
+                    state
+                        .mcp
+                        .commands
+                        .iter()
+                        .map(|c| strata_mcp::naming::tool_name(&c.server, &c.name)),
+                )
                 .collect(),
             api_key_source: inner.provider.api_key_source().to_owned(),
             claude_code_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -314,6 +332,7 @@ impl Engine {
     ) -> ResultMessage {
         let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
+        let (prompt, command_turn) = self.inner.expand_custom_command(prompt, &cancel).await;
         let prompt = self.inner.expand_mcp_prompt(prompt, &cancel).await;
         let tools = self.inner.turn_tools(&prompt).await;
         let agent = self.inner.root_agent(&cancel);
@@ -333,6 +352,7 @@ impl Engine {
                 result
             }
         };
+        command_turn.finish(&self.inner);
         lock(&self.inner.current_turn).take();
         result
     }

@@ -157,6 +157,20 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     permission_env
         .protected_dirs
         .push(std::path::absolute(&config_dir).unwrap_or_else(|_| config_dir.clone()));
+    // The user's custom commands and skills (read once, as the reference agent does);
+    // a file that does not load is a warning naming it.
+    let commands = crate::commands::CommandCatalog::load(&cwd, &project_root, &config_dir);
+    let skills = Arc::new(crate::commands::SkillCatalog::load(
+        &cwd,
+        &project_root,
+        &config_dir,
+    ));
+    warnings.extend(commands.warnings().iter().cloned());
+    warnings.extend(skills.warnings().iter().cloned());
+    // The files beside a skill's SKILL.md are read like the project's (no prompt).
+    permission_env
+        .readable_dirs
+        .extend(skills.skills().iter().map(|s| s.dir.clone()));
     let permission_env = Arc::new(permission_env);
 
     // The app state (AS-5) and the root store with its effects hub.
@@ -344,6 +358,9 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         ),
         bootstrap: bootstrap.clone(),
         agents: Arc::clone(&agents),
+        skills: Arc::clone(&skills),
+        provider: Arc::clone(&options.provider),
+        default_model: options.provider.default_model().map(str::to_owned),
     };
     let mut tool_context = ToolContext::new(&project_root, Arc::new(hooks));
     tool_context.set_cwd(cwd.clone());
@@ -388,6 +405,10 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         options.system_prompt.clone(),
         options.append_system_prompt.clone(),
     );
+    // The skills' descriptions, when the Skill tool is offered.
+    if tools.get("Skill").is_some() {
+        prompt.set_skills(skills.prompt_section());
+    }
     warnings.extend(prompt.warnings().iter().cloned());
     let long =
         crate::query::LongSession::new(prompt, options.max_thinking_tokens, layout.transcript());
@@ -422,6 +443,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         long,
         agents,
         lifetime,
+        commands,
     })
 }
 

@@ -37,6 +37,28 @@ pub(crate) struct SessionHooks {
     pub(crate) bootstrap: super::BootstrapHandle,
     /// The session's sub-agents (TaskOutput and TaskStop reach background ones).
     pub(crate) agents: Arc<crate::agents::AgentRuntime>,
+    /// The skills found when the session opened (the Skill tool).
+    pub(crate) skills: Arc<crate::commands::SkillCatalog>,
+    /// The session's provider, for small model requests (WebFetch).
+    pub(crate) provider: Arc<dyn crate::provider::Provider>,
+    /// The provider's default model, when neither the app state nor the settings name
+    /// one.
+    pub(crate) default_model: Option<String>,
+}
+
+impl SessionHooks {
+    /// The session's model now (as the engine picks it: the app state's, the settings',
+    /// the provider's default).
+    fn main_model(&self) -> String {
+        let state = self.store.get();
+        state
+            .main_loop_model
+            .as_ref()
+            .map(|m| m.to_string())
+            .or_else(|| state.settings.model.clone())
+            .or_else(|| self.default_model.clone())
+            .unwrap_or_default()
+    }
 }
 
 impl ToolHooks for SessionHooks {
@@ -104,6 +126,41 @@ impl ToolHooks for SessionHooks {
                 .join("plans")
                 .join(format!("{slug}.md")),
         )
+    }
+
+    fn skills(&self) -> Option<Arc<crate::commands::SkillCatalog>> {
+        Some(Arc::clone(&self.skills))
+    }
+
+    fn ask_small_model(
+        &self,
+        system: String,
+        prompt: String,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> crate::tools::SmallModelFuture<'_> {
+        let model = super::small_model::small_model(self.provider.as_ref(), self.main_model());
+        Box::pin(super::small_model::ask(
+            self.provider.as_ref(),
+            &self.bootstrap,
+            model,
+            system,
+            prompt,
+            cancel,
+        ))
+    }
+
+    fn web_search(
+        &self,
+        query: crate::tools::WebSearchQuery,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> crate::tools::WebSearchFuture<'_> {
+        Box::pin(super::web_search::search(
+            self.provider.as_ref(),
+            &self.bootstrap,
+            self.main_model(),
+            query,
+            cancel,
+        ))
     }
 
     fn todos(&self) -> Value {

@@ -17,6 +17,7 @@ use strata_state::{PermissionRule, RuleBehavior, RuleSource};
 enum Subject {
     Command(CommandLine),
     Path(ResolvedPath),
+    Domain(String),
     None,
 }
 
@@ -81,6 +82,10 @@ impl Permissions<'_> {
                     Class::EditsPath
                 };
                 (Subject::Path(resolved), class, describe)
+            }
+            Some(PermissionSubject::Domain(host)) => {
+                let describe = format!("{} on {host}", tool.name());
+                (Subject::Domain(host.clone()), Class::Other, describe)
             }
             None => (Subject::None, Class::Other, tool.name().to_owned()),
         };
@@ -261,7 +266,11 @@ impl Permissions<'_> {
             Subject::Path(p) => self.inside_working_dirs(p),
             _ => false,
         };
-        if call.read_only && (inside || matches!(call.subject, Subject::None)) {
+        let readable = match &call.subject {
+            Subject::Path(p) => self.env.readable_dirs.iter().any(|d| is_inside(p, d)),
+            _ => false,
+        };
+        if call.read_only && (inside || readable || matches!(call.subject, Subject::None)) {
             return Ok(PermissionDecision::Allow);
         }
         // Protected paths were sent to the prompt above.
@@ -373,6 +382,7 @@ impl Permissions<'_> {
                 Subject::Path(p) => {
                     self.path_matches(pattern, p, |forms| forms.iter().any(|b| *b), true)
                 }
+                Subject::Domain(host) => super::matching::domain_matches(pattern, host),
                 Subject::None => false,
             }
         })
@@ -447,6 +457,10 @@ impl Permissions<'_> {
                 .any(|pattern| {
                     self.path_matches(pattern, p, |forms| forms.iter().all(|b| *b), false)
                 }),
+            Subject::Domain(host) => rules
+                .iter()
+                .filter_map(|r| r.content.as_deref())
+                .any(|pattern| super::matching::domain_matches(pattern, host)),
             Subject::None => false,
         }
     }

@@ -161,6 +161,27 @@ fn words_match(pattern: &str, run: &Run) -> bool {
     prefix || (words.len()..run.words.len()).all(dynamic)
 }
 
+/// Whether the rule content `pattern` (`domain:example.com`, `domain:*.example.com`)
+/// covers the URL host `host` (lower case). A plain domain names that host only; a
+/// `*.` prefix names every subdomain and the domain itself. Any other content matches
+/// nothing (a rule for WebFetch must say which sites).
+pub(crate) fn domain_matches(pattern: &str, host: &str) -> bool {
+    let Some(domain) = pattern.trim().strip_prefix("domain:") else {
+        return false;
+    };
+    let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
+    let host = host.trim_end_matches('.');
+    match domain.strip_prefix("*.") {
+        Some(parent) => {
+            host == parent
+                || host
+                    .strip_suffix(parent)
+                    .is_some_and(|sub| sub.ends_with('.'))
+        }
+        None => host == domain,
+    }
+}
+
 /// A path a call touches, in the two forms rules are checked against: as written
 /// (normalised lexically, which is also the path the file tools open) and where it
 /// really leads ([`resolve_existing`]: links resolved, dangling ones followed).
@@ -361,6 +382,17 @@ pub(crate) fn compile_path_pattern(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn webfetch_domain_rules_name_a_host_or_its_subdomains() {
+        assert!(domain_matches("domain:example.com", "example.com"));
+        assert!(!domain_matches("domain:example.com", "docs.example.com"));
+        assert!(domain_matches("domain:*.example.com", "docs.example.com"));
+        assert!(domain_matches("domain:*.example.com", "example.com"));
+        assert!(!domain_matches("domain:*.example.com", "badexample.com"));
+        assert!(domain_matches("domain:Example.COM", "example.com"));
+        assert!(!domain_matches("example.com", "example.com"));
+    }
 
     #[test]
     fn prefix_rules_match_at_word_boundaries() {

@@ -107,6 +107,9 @@ pub struct PermissionEnv {
     /// agent's, absolute. By default from the environment; the engine adds the config
     /// directory it runs with.
     pub protected_dirs: Vec<PathBuf>,
+    /// Directories outside the project whose files read-only tools may read without a
+    /// prompt (the folders of the session's skills: their `SKILL.md` refers to them).
+    pub readable_dirs: Vec<PathBuf>,
 }
 
 impl PermissionEnv {
@@ -117,6 +120,7 @@ impl PermissionEnv {
             project_root: project_root.into(),
             home: std::env::home_dir(),
             protected_dirs: default_protected_dirs(),
+            readable_dirs: Vec::new(),
         }
     }
 

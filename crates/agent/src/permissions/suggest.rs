@@ -95,6 +95,11 @@ pub fn suggestions(
                 vec![rule(Some(path), UpdateDestination::Session)]
             }
         }
+        // This site, not the whole web.
+        Some(PermissionSubject::Domain(host)) => vec![rule(
+            Some(format!("domain:{host}")),
+            UpdateDestination::LocalSettings,
+        )],
         _ => vec![rule(None, UpdateDestination::LocalSettings)],
     }
 }

@@ -54,6 +54,9 @@ pub struct PromptInputs {
     pub append: Option<String>,
     /// What SessionStart hooks added (`additionalContext`), after the appended text.
     pub hook_context: Option<String>,
+    /// The skills the Skill tool loads, as the prompt lists them (within
+    /// [`SKILLS_PROMPT_BUDGET`](crate::commands::skills::SKILLS_PROMPT_BUDGET)).
+    pub skills: Option<String>,
 }
 
 /// A built system prompt, with the size of each part (for context accounting).
@@ -85,6 +88,10 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
             out.push_str(text::PERMISSIONS);
             out.push_str("\n\n");
             mode_section(&mut out, inputs.mode);
+            if let Some(skills) = inputs.skills.as_deref().filter(|s| !s.trim().is_empty()) {
+                out.push_str(skills.trim_end());
+                out.push_str("\n\n");
+            }
             environment_section(&mut out, inputs);
         }
     }

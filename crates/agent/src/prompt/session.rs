@@ -59,6 +59,7 @@ impl SessionPrompt {
             replace,
             append,
             hook_context: None,
+            skills: None,
         };
         SessionPrompt {
             state: Mutex::new(State {
@@ -118,6 +119,14 @@ impl SessionPrompt {
     pub fn set_hook_context(&self, context: Option<String>) {
         let mut state = lock(&self.state);
         state.inputs.hook_context = context;
+        state.built = None;
+    }
+
+    /// The skills' section (their names and descriptions, within a budget); the next
+    /// request rebuilds the prompt.
+    pub fn set_skills(&self, section: Option<String>) {
+        let mut state = lock(&self.state);
+        state.inputs.skills = section;
         state.built = None;
     }
 

@@ -24,7 +24,17 @@ fn inputs() -> PromptInputs {
         replace: None,
         append: None,
         hook_context: None,
+        skills: None,
     }
+}
+
+#[test]
+fn skills_are_described_in_the_default_prompt_and_left_out_without_any() {
+    let mut with = inputs();
+    with.skills = Some("# Skills\n- pdf-tools: Fill PDF forms\n".into());
+    let prompt = build_system_prompt(&with).text;
+    assert!(prompt.contains("- pdf-tools: Fill PDF forms"), "{prompt}");
+    assert!(!build_system_prompt(&inputs()).text.contains("# Skills"));
 }
 
 #[test]

@@ -63,6 +63,16 @@ item in progress and completed as you go, one at a time."
             "Task: hand a self-contained piece of work (a broad search, an \
 independent change) to a sub-agent; tell it exactly what to return."
         }
+        "AskUserQuestion" => {
+            "AskUserQuestion: ask the user a multiple-choice question when you need their decision to continue; not for what you can find out yourself."
+        }
+        "Skill" => "Skill: load a listed skill when the task matches its description.",
+        "WebFetch" => {
+            "WebFetch: read a web page and answer a question about it (documentation, release notes); WebSearch first when you do not know the URL."
+        }
+        "WebSearch" => {
+            "WebSearch: search the web for current information; cite the pages you use as markdown links."
+        }
         _ => return None,
     })
 }

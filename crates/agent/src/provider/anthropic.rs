@@ -327,6 +327,9 @@ pub(crate) fn request_body(
 }
 
 fn tool_json(tool: &ToolDefinition) -> Value {
+    if let Some(spec) = tool.server_spec() {
+        return spec.clone();
+    }
     json!({
         "name": tool.name,
         "description": tool.description,

@@ -105,6 +105,30 @@ pub struct ToolDefinition {
     pub input_schema: Value,
 }
 
+/// The key of [`ToolDefinition::input_schema`] that marks a server tool (see
+/// [`ToolDefinition::server`]).
+const SERVER_TOOL_KEY: &str = "x-strata-server-tool";
+
+impl ToolDefinition {
+    /// A tool the model service runs itself (the Anthropic API's `web_search`):
+    /// `spec` is sent as it is (`{"type": "web_search_20250305", "name": …, …}`). It is
+    /// carried in `input_schema` under a reserved key so that every request and every
+    /// provider keeps one tool type; only the Anthropic provider sends it, others leave
+    /// it out.
+    pub fn server(name: &str, spec: Value) -> Self {
+        Self {
+            name: name.to_owned(),
+            description: String::new(),
+            input_schema: serde_json::json!({ SERVER_TOOL_KEY: spec }),
+        }
+    }
+
+    /// The spec of a server tool ([`ToolDefinition::server`]); `None` for ours.
+    pub fn server_spec(&self) -> Option<&Value> {
+        self.input_schema.get(SERVER_TOOL_KEY)
+    }
+}
+
 /// One event of a streamed model response (the Messages API's SSE events).
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {

@@ -11,10 +11,12 @@
 //! file up before its first edit in a turn, where large outputs go, and the todo list.
 //!
 //! The tool set ([`default_tools`], [`ToolRegistry`]): [`Bash`], [`Read`], [`Write`],
-//! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`], [`TaskOutput`], [`TaskStop`], [`EnterPlanMode`], [`ExitPlanMode`]. Names, input fields and their meaning
+//! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`], [`TaskOutput`], [`TaskStop`], [`EnterPlanMode`], [`ExitPlanMode`],
+//! [`AskUserQuestion`], [`Skill`], [`WebFetch`], [`WebSearch`]. Names, input fields and their meaning
 //! follow the reference agent's public tool documentation, so models trained on it use
 //! them correctly; descriptions and messages are strata's own.
 
+mod ask;
 pub mod bash;
 mod diff;
 mod edit;
@@ -26,8 +28,11 @@ pub mod mcp;
 mod output;
 mod plan;
 mod read;
+mod skill;
 mod tasks;
 mod todo;
+mod web_fetch;
+mod web_search;
 mod write;
 
 pub(crate) use crate::sync::lock;
@@ -42,6 +47,7 @@ use strata_protocol::permission::PermissionMode;
 use strata_state::EnvOverlay;
 use tokio_util::sync::CancellationToken;
 
+pub use self::ask::{AskUserQuestion, Question, QuestionOption};
 pub use self::bash::Bash;
 pub use self::edit::Edit;
 pub(crate) use self::files::normalize as files_normalize;
@@ -53,14 +59,25 @@ pub use self::output::MAX_INLINE_OUTPUT_CHARS;
 pub(crate) use self::plan::plan_slug;
 pub use self::plan::{EnterPlanMode, ExitPlanMode};
 pub use self::read::Read;
+pub use self::skill::Skill;
 pub use self::tasks::{TaskOutput, TaskStop};
 pub use self::todo::{TodoItem, TodoStatus, TodoWrite};
+pub use self::web_fetch::{CACHE_TTL as WEB_FETCH_CACHE_TTL, WebFetch, WebFetchLimits};
+pub use self::web_search::{WebSearch, WebSearchAnswer, WebSearchQuery};
 pub use self::write::Write;
 use crate::provider::ToolDefinition;
 use crate::secrets::{Redactor, Secrets};
 
 /// A boxed future returned by [`Tool::call`].
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolOutput> + Send + 'a>>;
+
+/// A boxed future returned by [`ToolHooks::ask_small_model`]: the answer's text, or why
+/// there is none.
+pub type SmallModelFuture<'a> = Pin<Box<dyn Future<Output = Result<String, String>> + Send + 'a>>;
+
+/// A boxed future returned by [`ToolHooks::web_search`].
+pub type WebSearchFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<WebSearchAnswer, String>> + Send + 'a>>;
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync + fmt::Debug {
@@ -141,6 +158,8 @@ pub enum PermissionSubject {
     /// directory (Glob and Grep take relative paths; an empty path is the working
     /// directory itself). The permission check resolves it.
     Path(PathBuf),
+    /// The host a URL names (`WebFetch(domain:example.com)`), lower case.
+    Domain(String),
 }
 
 /// The result of a tool call, as sent back to the model and recorded.
@@ -401,6 +420,31 @@ pub trait ToolHooks: Send + Sync {
     fn plan_file(&self) -> Option<PathBuf> {
         None
     }
+
+    /// The session's skills (the Skill tool). The default has none.
+    fn skills(&self) -> Option<Arc<crate::commands::SkillCatalog>> {
+        None
+    }
+
+    /// Asks the session's small, fast model `prompt` (WebFetch applies its prompt to a
+    /// page this way); its cost counts in the session's. The default (no session) has
+    /// no model to ask.
+    fn ask_small_model(
+        &self,
+        system: String,
+        prompt: String,
+        cancel: CancellationToken,
+    ) -> SmallModelFuture<'_> {
+        let _ = (system, prompt, cancel);
+        Box::pin(async { Err("this run has no model to apply the prompt with".to_owned()) })
+    }
+
+    /// Runs a web search through the session's provider (WebSearch). The default (no
+    /// session) cannot search.
+    fn web_search(&self, query: WebSearchQuery, cancel: CancellationToken) -> WebSearchFuture<'_> {
+        let _ = (query, cancel);
+        Box::pin(async { Err("this run has no model service to search with".to_owned()) })
+    }
 }
 
 /// Hooks for tools used outside a session (examples, sub-systems without a transcript):
@@ -435,6 +479,10 @@ pub fn default_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(TaskStop),
         Arc::new(EnterPlanMode),
         Arc::new(ExitPlanMode),
+        Arc::new(AskUserQuestion),
+        Arc::new(Skill),
+        Arc::new(WebFetch::default()),
+        Arc::new(WebSearch),
     ]
 }
 
@@ -580,5 +628,22 @@ impl ToolHooks for RedactingHooks {
 
     fn plan_file(&self) -> Option<PathBuf> {
         self.inner.plan_file()
+    }
+
+    fn skills(&self) -> Option<Arc<crate::commands::SkillCatalog>> {
+        self.inner.skills()
+    }
+
+    fn ask_small_model(
+        &self,
+        system: String,
+        prompt: String,
+        cancel: CancellationToken,
+    ) -> SmallModelFuture<'_> {
+        self.inner.ask_small_model(system, prompt, cancel)
+    }
+
+    fn web_search(&self, query: WebSearchQuery, cancel: CancellationToken) -> WebSearchFuture<'_> {
+        self.inner.web_search(query, cancel)
     }
 }

@@ -40,9 +40,11 @@ pub(super) fn request_body(
     };
     body.insert(limit.into(), json!(request.max_tokens));
     if !request.tools.is_empty() {
+        // Server tools are the Anthropic API's; a chat-completions server has none.
         let tools = request
             .tools
             .iter()
+            .filter(|t| t.server_spec().is_none())
             .map(|t| {
                 json!({
                     "type": "function",

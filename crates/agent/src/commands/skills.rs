@@ -1,0 +1,176 @@
+//! Skills: folders with a `SKILL.md` that the model loads when a task calls for them.
+//!
+//! Searched in `.strata/skills/` and `.claude/skills/` of the project (working directory,
+//! then project root) and `<config>/skills/` of the user, one level deep:
+//! `<skills>/<folder>/SKILL.md`. The front matter names the skill (`name`, else the
+//! folder's name), says when to use it (`description`, required: a skill the model cannot
+//! recognise is never used, so one without is left out with a warning) and may list
+//! `allowed-tools`. The system prompt lists each skill's name and description within a
+//! budget ([`SkillCatalog::prompt_section`]); the `Skill` tool loads one, and the files
+//! beside its `SKILL.md` are read with the usual tools from the folder it names.
+
+use std::path::{Path, PathBuf};
+
+use super::{FrontValue, Scope, project_bases, read_document};
+
+/// The most characters the skills' section of the system prompt may take; skills past
+/// it are counted, not described (the prompt stays small however many are installed).
+pub const SKILLS_PROMPT_BUDGET: usize = 8_000;
+
+/// The longest description shown per skill, in characters.
+const MAX_DESCRIPTION_CHARS: usize = 600;
+
+/// One skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    /// What the model passes to the `Skill` tool.
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// The front matter's `allowed-tools`.
+    pub allowed_tools: Vec<String>,
+    /// The instructions (the body of `SKILL.md`).
+    pub body: String,
+    /// The folder holding `SKILL.md` (and the files it refers to).
+    pub dir: PathBuf,
+    /// Where it came from.
+    pub scope: Scope,
+}
+
+/// The skills of a session.
+#[derive(Debug, Clone, Default)]
+pub struct SkillCatalog {
+    skills: Vec<Skill>,
+    warnings: Vec<String>,
+}
+
+impl SkillCatalog {
+    /// Reads the skills of a session in `cwd` (project root `project_root`) with the user
+    /// config directory `config_dir`.
+    pub fn load(cwd: &Path, project_root: &Path, config_dir: &Path) -> Self {
+        let mut dirs = Vec::new();
+        for base in project_bases(cwd, project_root) {
+            for agent in [".strata", ".claude"] {
+                dirs.push((base.join(agent).join("skills"), Scope::Project));
+            }
+        }
+        dirs.push((config_dir.join("skills"), Scope::User));
+        let mut catalog = Self::default();
+        for (dir, scope) in dirs {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut folders: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.join("SKILL.md").is_file())
+                .collect();
+            folders.sort();
+            for folder in folders {
+                match read_skill(&folder, scope) {
+                    Ok(skill) if catalog.get(&skill.name).is_none() => catalog.skills.push(skill),
+                    Ok(_) => {}
+                    Err(e) => catalog.warnings.push(e),
+                }
+            }
+        }
+        catalog
+    }
+
+    /// A catalog of `skills` (tests, hosts).
+    pub fn from_skills(skills: Vec<Skill>) -> Self {
+        Self {
+            skills,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Every skill, in the order found.
+    pub fn skills(&self) -> &[Skill] {
+        &self.skills
+    }
+
+    /// The skill called `name`.
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+
+    /// One line per skill that could not be loaded (`file:line: why`).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The system prompt's section listing the skills, at most
+    /// [`SKILLS_PROMPT_BUDGET`] characters; `None` without skills.
+    pub fn prompt_section(&self) -> Option<String> {
+        if self.skills.is_empty() {
+            return None;
+        }
+        let mut out = String::from(
+            "# Skills\n\
+             Skills are instructions for particular tasks, installed by the user. When a \
+             task matches a skill's description, load the skill with the Skill tool before \
+             starting, then follow it. Files it mentions are in its folder.\n",
+        );
+        let mut left_out = 0usize;
+        for skill in &self.skills {
+            let description: String = skill
+                .description
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(MAX_DESCRIPTION_CHARS)
+                .collect();
+            let line = format!("- {}: {description}\n", skill.name);
+            if left_out > 0 || out.len() + line.len() > SKILLS_PROMPT_BUDGET {
+                left_out += 1;
+                continue;
+            }
+            out.push_str(&line);
+        }
+        if left_out > 0 {
+            out.push_str(&format!(
+                "- … and {left_out} more skill(s) not listed here; the Skill tool loads them \
+                 by name.\n"
+            ));
+        }
+        Some(out)
+    }
+}
+
+fn read_skill(folder: &Path, scope: Scope) -> Result<Skill, String> {
+    let file = folder.join("SKILL.md");
+    let doc = read_document(&file)?;
+    let name = doc.text("name").unwrap_or_else(|| {
+        folder
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    if name.is_empty() || name.contains(char::is_whitespace) {
+        return Err(format!(
+            "{}:1: the skill name `{name}` must be one word",
+            file.display()
+        ));
+    }
+    let Some(description) = doc.text("description") else {
+        return Err(format!(
+            "{}:1: the front matter has no `description` (the model uses it to know when \
+             the skill applies)",
+            file.display()
+        ));
+    };
+    Ok(Skill {
+        name,
+        description,
+        allowed_tools: doc
+            .fields
+            .get("allowed-tools")
+            .map(FrontValue::entries)
+            .unwrap_or_default(),
+        body: doc.body,
+        dir: folder.to_path_buf(),
+        scope,
+    })
+}
