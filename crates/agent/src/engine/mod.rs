@@ -19,6 +19,7 @@ mod live_settings;
 mod mcp;
 mod open;
 mod permission_updates;
+mod ui_ops;
 pub(crate) use crate::record;
 pub(crate) mod tool_services;
 

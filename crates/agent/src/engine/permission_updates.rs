@@ -27,10 +27,15 @@ impl Inner {
     /// (it locks and fsyncs), so on a multi-thread runtime the update runs off the async
     /// workers.
     pub(crate) fn apply_permission_updates(&self, values: &[Value]) {
+        report(self.apply_permission_updates_reporting(values));
+    }
+
+    /// [`Inner::apply_permission_updates`], returning the problems instead of logging
+    /// them (a UI command shows them to the user).
+    pub(crate) fn apply_permission_updates_reporting(&self, values: &[Value]) -> Vec<String> {
         let (updates, mut problems) = parse_updates(values);
         if updates.is_empty() {
-            report(problems);
-            return;
+            return problems;
         }
         let env = Arc::clone(&self.permission_env);
         let resolve = move |d: &std::path::Path| env.absolute_dir(d);
@@ -79,7 +84,7 @@ impl Inner {
         } else {
             apply()
         });
-        report(problems);
+        problems
     }
 }
 
