@@ -205,12 +205,18 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
                     run::install_panic_hook();
                     run::enter_terminal()
                         .map_err(|e| Failure::failed(format!("cannot set up the terminal: {e}")))?;
-                    term.insert(InlineTerminal::new(
+                    let term = term.insert(InlineTerminal::new(
                         std::io::stdout(),
                         width,
                         height,
                         color_wanted(),
-                    ))
+                    ));
+                    // Where the cursor is (the terminal answers a query; a terminal that
+                    // does not is taken to be at its top).
+                    let row = crossterm::cursor::position().map_or(0, |(_, y)| y);
+                    term.make_room(row)
+                        .map_err(|e| Failure::failed(format!("the terminal failed: {e}")))?;
+                    term
                 }
             };
             let looped = loop {

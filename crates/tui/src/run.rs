@@ -104,6 +104,17 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                 app.on_store_change();
             },
             () = sleep_until(due), if due.is_some() => {
+                // The terminal may have been resized (and reflowed what it shows) before
+                // its resize event is read: a frame laid out for the old width would
+                // start on the wrong row and leave part of the live area behind in the
+                // scrollback. Asking for the size is one ioctl.
+                if backend == Backend::Tty
+                    && let Ok((w, h)) = terminal::size()
+                    && (w, h) != (term.width(), term.height())
+                {
+                    term.resize(w, h);
+                    app.resize(w);
+                }
                 let now = Instant::now();
                 let frame = app.frame(now);
                 let commit = app.take_commit();
