@@ -7,6 +7,7 @@
 //! cargo run --release -p strata-bench -- tasks       # task retain/release/evict memory
 //! cargo run --release -p strata-bench -- sessions    # resume, list, append
 //! cargo build --release -p strata && cargo run --release -p strata-bench -- headless  # strata -p start-up and resume
+//! cargo build --release -p strata && cargo run --release -p strata-bench -- tui       # the interactive UI (issue 12)
 //! ```
 //!
 //! Each workload lives in its own module; `measure` holds the shared timing helpers.
@@ -20,6 +21,7 @@ mod sessions;
 mod sessions_append;
 mod store;
 mod tasks;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         "tasks" => tasks::run(rest),
         "sessions" => sessions::run(rest),
         "headless" => headless::run(rest),
+        "tui" => tui::run(rest),
         _ => return usage(),
     };
     match result {
@@ -51,6 +54,6 @@ fn main() -> ExitCode {
 
 #[allow(clippy::print_stderr)]
 fn usage() -> ExitCode {
-    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions|headless> [options]");
+    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions|headless|tui> [options]");
     ExitCode::from(2)
 }

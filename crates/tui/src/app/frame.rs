@@ -24,7 +24,10 @@ impl App {
         let width = self.width.max(1);
         let mut lines: Vec<Line<'static>> = Vec::new();
         if self.verbose() && !self.live_thinking.is_empty() {
-            for l in crate::text::wrap(&self.live_thinking, usize::from(width).saturating_sub(2)) {
+            for l in crate::text::wrap(
+                visible_tail(&self.live_thinking, width),
+                usize::from(width).saturating_sub(2),
+            ) {
                 lines.push(Line::styled(
                     format!("✻ {l}"),
                     Style::default().fg(Color::DarkGray),
@@ -33,9 +36,12 @@ impl App {
         }
         if !self.live.is_empty() {
             lines.push(Line::from(""));
-            for (i, l) in crate::text::wrap(&self.live, usize::from(width).saturating_sub(2))
-                .into_iter()
-                .enumerate()
+            for (i, l) in crate::text::wrap(
+                visible_tail(&self.live, width),
+                usize::from(width).saturating_sub(2),
+            )
+            .into_iter()
+            .enumerate()
             {
                 lines.push(Line::from(format!(
                     "{}{l}",
@@ -122,5 +128,25 @@ impl App {
             self.footer.notice = Some("Tell strata what to do differently".into());
         }
         Request::None
+    }
+}
+
+/// The end of a streaming text that can be on screen: the live area shows at most half a
+/// screen ([`crate::term::max_live_rows`]), so only the last few thousand characters are
+/// wrapped, starting at a line break where there is one, and a frame's cost does not
+/// grow with the answer (a 1 MB answer is wrapped in full once, in the history).
+fn visible_tail(text: &str, width: u16) -> &str {
+    let keep = usize::from(width.max(20)) * 300;
+    if text.len() <= keep {
+        return text;
+    }
+    let mut start = text.len() - keep;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = &text[start..];
+    match tail.find('\n') {
+        Some(i) => &tail[i + 1..],
+        None => tail,
     }
 }

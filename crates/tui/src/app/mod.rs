@@ -259,6 +259,11 @@ impl App {
         self.editor.is_some()
     }
 
+    /// The answer streaming right now, as received (for `strata-bench tui`).
+    pub fn live_text(&self) -> &str {
+        &self.live
+    }
+
     /// Whether the terminal bell is due; clears it.
     pub fn take_bell(&mut self) -> bool {
         std::mem::take(&mut self.bell)
