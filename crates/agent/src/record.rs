@@ -228,6 +228,12 @@ impl Recorder {
         Ok(uuid)
     }
 
+    /// Continues the chain from `leaf` (a rewind: the next line's parent is the line
+    /// before the prompt rewound to; `None` starts a new root).
+    pub(crate) fn set_leaf(&self, leaf: Option<String>) {
+        *lock(&self.leaf) = leaf;
+    }
+
     /// Appends a metadata line (not part of the chain).
     pub(crate) fn metadata(&self, entry: &Entry) -> Result<(), WriterError> {
         if !self.persist {

@@ -102,7 +102,7 @@ fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
 }
 
 /// The `strata` binary next to this one (both are built into the same target directory).
-fn strata_binary() -> anyhow::Result<PathBuf> {
+pub(crate) fn strata_binary() -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe().context("cannot find the strata-bench executable")?;
     let dir = me
         .parent()
@@ -270,7 +270,7 @@ fn resume(strata: &Path, server: &Server, work: &Path, count: usize) -> anyhow::
 
 /// Generates the session with the sessions workload's generator (this binary, run in the
 /// project so the session belongs to it); returns its path.
-fn generate(config: &Path, project: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn generate(config: &Path, project: &Path) -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe()?;
     let output = Command::new(me)
         .args(["sessions", "--generate"])

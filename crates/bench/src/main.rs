@@ -7,6 +7,7 @@
 //! cargo run --release -p strata-bench -- tasks       # task retain/release/evict memory (state, then 1,000 real agents)
 //! cargo run --release -p strata-bench -- sessions    # resume, list, append
 //! cargo build --release -p strata && cargo run --release -p strata-bench -- headless  # strata -p start-up and resume
+//! cargo build --release -p strata && cargo run --release -p strata-bench -- tui       # the interactive UI (issue 12)
 //! ```
 //!
 //! Each workload lives in its own module; `measure` holds the shared timing helpers.
@@ -21,6 +22,7 @@ mod sessions;
 mod sessions_append;
 mod store;
 mod tasks;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         "tasks" => tasks::run(rest),
         "sessions" => sessions::run(rest),
         "headless" => headless::run(rest),
+        "tui" => tui::run(rest),
         _ => return usage(),
     };
     match result {
@@ -52,6 +55,6 @@ fn main() -> ExitCode {
 
 #[allow(clippy::print_stderr)]
 fn usage() -> ExitCode {
-    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions|headless> [options]");
+    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions|headless|tui> [options]");
     ExitCode::from(2)
 }

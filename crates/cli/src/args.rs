@@ -113,8 +113,9 @@ pub(crate) struct AgentArgs {
     #[arg(long, value_name = "MODE", value_parser = clap::value_parser!(ExternalPermissionMode))]
     pub(crate) permission_mode: Option<ExternalPermissionMode>,
 
-    /// Resume a session: its id, or the path of its .jsonl transcript.
-    #[arg(short = 'r', long, value_name = "SESSION")]
+    /// Resume a session: its id, or the path of its .jsonl transcript (in the UI, no id
+    /// opens the session picker).
+    #[arg(short = 'r', long, value_name = "SESSION", num_args = 0..=1, default_missing_value = "")]
     pub(crate) resume: Option<String>,
 
     /// Continue the most recent session of this project.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use strata_agent::engine::{Engine, EngineHandles, EngineOptions, ResumeTarget};
 use strata_agent::permissions::{LaunchFlags, PermissionLaunch};
 use strata_config::paths;
-use strata_tui::app::App;
+use strata_tui::app::{App, Switch};
 use strata_tui::bridge::{StreamingProvider, UiEvents, UiPrompter};
 use strata_tui::input::Submitted;
 use strata_tui::run::{self, Backend};
@@ -72,7 +72,12 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
     if demo {
         allowed_tools.extend(demo::ALLOWED_TOOLS.map(String::from));
     }
-    let resume = match (args.resume, args.continue_session) {
+    // `strata -r` without an id opens the session picker on a new session.
+    let picker_first = args.resume.as_deref().is_some_and(|r| r.trim().is_empty());
+    let resume = match (
+        args.resume.filter(|r| !r.trim().is_empty()),
+        args.continue_session,
+    ) {
         (Some(id), _) => Some(ResumeTarget::Session(id)),
         (None, true) => Some(ResumeTarget::Continue),
         (None, false) => None,
@@ -89,7 +94,7 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
         crate::headless::warn(format_args!("{flag} (not honoured)"));
     }
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let options = EngineOptions {
+    let base = EngineOptions {
         cwd: cwd.clone(),
         config_dir: config_dir.clone(),
         handles: EngineHandles::process(),
@@ -106,8 +111,8 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
             add_dirs: args.add_dirs,
         },
         settings_flag: args.settings,
-        resume,
-        fork_session: args.fork_session,
+        resume: None,
+        fork_session: false,
         max_turns: args.max_turns,
         interactive: true,
         verbose: args.verbose,
@@ -120,77 +125,156 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
         max_thinking_tokens: sdk.max_thinking_tokens,
         sdk: Default::default(),
     };
+    let fork_session = args.fork_session;
     let outcome = runtime.block_on(async move {
-        let engine = Arc::new(Engine::open(options).await.map_err(Failure::from)?);
-        let _key_helper = key_helper.as_ref().map(|h| {
-            h.redact_with(engine.secrets().clone());
-            h.attach(engine.store())
-        });
+        let mut target = resume;
+        let mut first = true;
+        let mut notice: Option<String> = None;
+        let mut term: Option<InlineTerminal<std::io::Stdout>> = None;
         let history_file = strata_session::history::History::new(&config_dir);
         let project = paths::project_root(&cwd).to_string_lossy().into_owned();
-        let history: Vec<String> = history_file
-            .recent(&project, 200)
-            .map(|v| v.into_iter().map(|e| e.display).collect())
-            .unwrap_or_default();
-        let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
-        let mut app = App::new(
-            engine.clone(),
-            tx,
-            history,
-            Some(history_file),
-            project,
-            width,
-        );
-        for w in engine.warnings() {
-            app.notify(&format!("⚠ {w}"));
-        }
-        app.commit_existing();
-        if demo {
-            app.notify(
-                "strata demo: a recorded session plays back (no model is called); its tool \
-                 calls run for real, here, with the usual permission checks.",
-            );
-            app.set_placeholder(
-                "Demo over. For a live model: set ANTHROPIC_API_KEY (or OPENAI_API_KEY / \
-                 OPENAI_BASE_URL) and run strata",
-            );
-            app.start_turn(Submitted {
-                display: DEMO_PROMPT.to_owned(),
-                text: DEMO_PROMPT.to_owned(),
-                pastes: Vec::new(),
+        // One engine per session: `/resume` and `/clear` close it and open the next in
+        // the same terminal; the scrollback keeps what was shown.
+        loop {
+            let mut options = base.clone();
+            options.resume = target.take();
+            options.fork_session = first && fork_session;
+            let switching = options.resume.is_some() && !first;
+            let engine = match Engine::open(options).await {
+                Ok(engine) => Arc::new(engine),
+                // A session picked in the UI that cannot be opened: say so in a new one.
+                Err(e) if switching => {
+                    notice = Some(format!("⚠ the session could not be resumed: {e}"));
+                    let mut options = base.clone();
+                    options.resume = None;
+                    Arc::new(Engine::open(options).await.map_err(Failure::from)?)
+                }
+                Err(e) => return Err(Failure::from(e)),
+            };
+            let _key_helper = key_helper.as_ref().map(|h| {
+                h.redact_with(engine.secrets().clone());
+                h.attach(engine.store())
             });
+            let history: Vec<String> = history_file
+                .recent(&project, 200)
+                .map(|v| v.into_iter().map(|e| e.display).collect())
+                .unwrap_or_default();
+            let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
+            let mut app = App::new(
+                engine.clone(),
+                tx.clone(),
+                history,
+                Some(history_file.clone()),
+                project.clone(),
+                width,
+            );
+            app.set_config_dir(config_dir.clone());
+            if let Some(n) = notice.take() {
+                app.notify(&n);
+            }
+            if first {
+                for w in engine.warnings() {
+                    app.notify(&format!("⚠ {w}"));
+                }
+            } else {
+                app.notify(&format!("Session {}", engine.session_id()));
+            }
+            app.commit_existing();
+            if first && demo {
+                app.notify(
+                    "strata demo: a recorded session plays back (no model is called); its tool \
+                     calls run for real, here, with the usual permission checks.",
+                );
+                app.set_placeholder(
+                    "Demo over. For a live model: set ANTHROPIC_API_KEY (or OPENAI_API_KEY / \
+                     OPENAI_BASE_URL) and run strata",
+                );
+                app.start_turn(Submitted {
+                    display: DEMO_PROMPT.to_owned(),
+                    text: DEMO_PROMPT.to_owned(),
+                    pastes: Vec::new(),
+                });
+            }
+            if first && picker_first {
+                let _ = app.open_resume("");
+            }
+            app.start_status_line();
+            let term = match term.as_mut() {
+                Some(t) => t,
+                None => {
+                    run::install_panic_hook();
+                    run::enter_terminal()
+                        .map_err(|e| Failure::failed(format!("cannot set up the terminal: {e}")))?;
+                    let term = term.insert(InlineTerminal::new(
+                        std::io::stdout(),
+                        width,
+                        height,
+                        color_wanted(),
+                    ));
+                    // Where the cursor is (the terminal answers a query; a terminal that
+                    // does not is taken to be at its top).
+                    let row = crossterm::cursor::position().map_or(0, |(_, y)| y);
+                    term.make_room(row)
+                        .map_err(|e| Failure::failed(format!("the terminal failed: {e}")))?;
+                    term
+                }
+            };
+            let looped = loop {
+                let events = run::terminal_events();
+                let looped = run::event_loop(&mut app, term, events, &mut rx, Backend::Tty).await;
+                // The loop stopped for the editor: run it with the terminal's input free,
+                // then go on where it was.
+                if looped.is_ok()
+                    && let Some(job) = app.take_editor_job()
+                {
+                    let result = run::run_editor(&job.path, Backend::Tty).await;
+                    term.reset_origin();
+                    app.editor_done(&job, result);
+                    continue;
+                }
+                break looped;
+            };
+            let switch = app.take_switch();
+            drop(app);
+            if let Err(e) = looped {
+                run::restore_terminal();
+                return Err(Failure::failed(format!("the terminal failed: {e}")));
+            }
+            close(engine).await?;
+            first = false;
+            match switch {
+                Some(Switch::Resume(id)) => target = Some(ResumeTarget::Session(id)),
+                Some(Switch::New) => target = None,
+                None => break,
+            }
         }
-        run::install_panic_hook();
-        run::enter_terminal()
-            .map_err(|e| Failure::failed(format!("cannot set up the terminal: {e}")))?;
-        let color = color_wanted();
-        let mut term = InlineTerminal::new(std::io::stdout(), width, height, color);
-        let events = run::terminal_events();
-        let looped = run::event_loop(&mut app, &mut term, events, &mut rx, Backend::Tty).await;
         run::restore_terminal();
-        drop(app);
-        looped.map_err(|e| Failure::failed(format!("the terminal failed: {e}")))?;
-        // Let a turn that was interrupted on exit record its end.
-        engine.interrupt();
-        for _ in 0..50 {
-            if Arc::strong_count(&engine) == 1 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        let _conversation = std::mem::ManuallyDrop::new(engine.store().get().messages.clone());
-        match Arc::try_unwrap(engine) {
-            Ok(engine) => {
-                engine.close().await.map_err(Failure::from)?;
-                Ok(())
-            }
-            Err(_) => Err(Failure::failed(
-                "could not close the session cleanly: a turn was still running",
-            )),
-        }
+        Ok(())
     });
     runtime.shutdown_background();
     outcome.map_err(Into::into)
+}
+
+/// Closes a session the UI is done with: a turn still running is interrupted and given
+/// a moment to record its end.
+async fn close(engine: Arc<Engine>) -> Result<(), Failure> {
+    engine.interrupt();
+    for _ in 0..50 {
+        if Arc::strong_count(&engine) == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let _conversation = std::mem::ManuallyDrop::new(engine.store().get().messages.clone());
+    match Arc::try_unwrap(engine) {
+        Ok(engine) => {
+            engine.close().await.map_err(Failure::from)?;
+            Ok(())
+        }
+        Err(_) => Err(Failure::failed(
+            "could not close the session cleanly: a turn was still running",
+        )),
+    }
 }
 
 /// Colour unless `NO_COLOR` is set or `TERM` is `dumb`.

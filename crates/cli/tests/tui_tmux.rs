@@ -289,3 +289,145 @@ fn a_ten_thousand_line_paste_arrives_intact() {
         .expect("the pasted prompt is in the transcript");
     assert_eq!(sent.trim_end(), text.trim_end());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_without_an_id_opens_the_picker_and_continues_the_earlier_session() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("First session answer."));
+    server.push(Reply::new().text("Second visit answer."));
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("tmux is not installed: skipping the tmux end-to-end test");
+        return;
+    }
+    let (env2, server2) = (&env, &server);
+    tokio::task::block_in_place(|| {
+        let pane = Pane::start(env2, Some(server2), &[], 100, 30).unwrap();
+        pane.wait_for("/help");
+        pane.type_text("remember the blue door");
+        pane.keys(&["Enter"]);
+        pane.wait_for("First session answer.");
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    });
+    tokio::task::block_in_place(|| {
+        let pane = Pane::start(env2, Some(server2), &["-r"], 100, 30).unwrap();
+        pane.wait_for("Resume a session");
+        pane.wait_for("remember the blue door");
+        pane.type_text("blue");
+        pane.keys(&["Enter"]);
+        // The earlier conversation is shown again, then the session goes on.
+        pane.wait_for("First session answer.");
+        pane.type_text("and now?");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Second visit answer.");
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    });
+    // Both prompts are in one transcript: the earlier session was continued.
+    let all = transcripts(&env);
+    let both = all
+        .iter()
+        .filter(|t| t.contains("remember the blue door") && t.contains("and now?"))
+        .count();
+    assert_eq!(both, 1, "{all:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_esc_rewinds_an_edit_and_the_file_is_restored() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    let file = env.proj.join("notes.md");
+    std::fs::write(&file, "original text\n").unwrap();
+    server.push(Reply::new().tool_use("t1", "Read", json!({"file_path": file.to_string_lossy()})));
+    server.push(Reply::new().tool_use(
+        "t2",
+        "Edit",
+        json!({"file_path": file.to_string_lossy(), "old_string": "original", "new_string": "edited"}),
+    ));
+    server.push(Reply::new().text("Edited the notes."));
+    let (env2, server2) = (&env, &server);
+    let pane = tokio::task::block_in_place(|| {
+        Pane::start(
+            env2,
+            Some(server2),
+            &["--permission-mode", "acceptEdits"],
+            100,
+            30,
+        )
+    });
+    let Some(pane) = pane else { return };
+    tokio::task::block_in_place(|| {
+        pane.wait_for("accept edits on");
+        pane.type_text("edit the notes");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Edited the notes.");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "edited text\n");
+        pane.keys(&["Escape"]);
+        std::thread::sleep(Duration::from_millis(100));
+        pane.keys(&["Escape"]);
+        pane.wait_for("Rewind to before which prompt?");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Restore code and conversation");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Restored 1 file(s)");
+        pane.keys(&["C-c"]);
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=");
+    });
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "original text\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resize_in_the_middle_of_a_streaming_answer_keeps_every_line_exactly_once() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    let answer: String = (1..=24)
+        .map(|i| {
+            format!(
+                "answer-line-{i:02} {}\n\n",
+                "words to wrap at a narrower width ".repeat(2)
+            )
+        })
+        .collect();
+    let gate = strata_testkit::Gate::new();
+    // message_start, content_block_start, the first third of the text, then a pause.
+    server.push(
+        strata_testkit::MockResponse::message(Reply::new().text(answer.trim_end()).build())
+            .pause_after(4, &gate),
+    );
+    let (env2, server2) = (&env, &server);
+    let pane = tokio::task::block_in_place(|| Pane::start(env2, Some(server2), &[], 100, 40));
+    let Some(pane) = pane else { return };
+    tokio::task::block_in_place(|| {
+        pane.wait_for("/help");
+        pane.type_text("stream something long");
+        pane.keys(&["Enter"]);
+    });
+    gate.reached().await;
+    tokio::task::block_in_place(|| {
+        // The live area shows the answer's last rows while it streams.
+        pane.wait_for("answer-line-0");
+        // Narrower (each answer line wraps into two rows), then wider again; the pause
+        // between is not a wait for anything: it lets frames be drawn at 60 columns.
+        pane.tmux(&["resize-window", "-x", "60", "-y", "40"]);
+        std::thread::sleep(Duration::from_millis(300));
+        pane.tmux(&["resize-window", "-x", "90", "-y", "40"]);
+    });
+    gate.release();
+    tokio::task::block_in_place(|| {
+        pane.wait_for("answer-line-24");
+        pane.wait_for(" · $");
+        pane.keys(&["C-d"]);
+        let screen = pane.wait_for("STRATA-EXITED=");
+        for i in 1..=24 {
+            let line = format!("answer-line-{i:02}");
+            assert_eq!(screen.matches(&line).count(), 1, "{line} in:\n{screen}");
+        }
+        assert_eq!(
+            screen.matches("> stream something long").count(),
+            1,
+            "{screen}"
+        );
+    });
+}

@@ -4,7 +4,8 @@
 //! - [`UiPrompter`]: a permission prompt becomes a dialog; the engine's call waits on a
 //!   oneshot the dialog answers.
 //! - [`UiEvents`]: the SDK stream the engine emits. The conversation itself is read from
-//!   the store (the one copy); the stream only says that a turn ended and what it cost.
+//!   the store (the one copy), and a turn's end comes from the task running it; the
+//!   stream only adds notices (a compaction).
 //! - [`StreamingProvider`]: wraps the session's model provider and forwards each text
 //!   delta as it arrives, for the live cell. The engine only stores completed blocks,
 //!   so the UI sees the answer being written without a second copy of the
@@ -39,6 +40,21 @@ pub enum UiEvent {
     Permission(PermissionPrompt, oneshot::Sender<PermissionResult>),
     /// A turn ended.
     TurnDone(Box<ResultMessage>),
+    /// The sessions for the `/resume` picker were listed (or why they could not be).
+    Sessions(Result<Vec<strata_session::listing::SessionSummary>, String>),
+    /// The project's paths for `@` completion were walked.
+    Paths(Box<crate::picker::PathCompleter>),
+    /// A `!command` ended: what it printed (stdout and stderr) and how it ended.
+    Shell {
+        /// The command line.
+        command: String,
+        /// Its output and exit status, as shown.
+        output: String,
+    },
+    /// The `statusLine` command printed a new status.
+    StatusLine(String),
+    /// Something finished in the background and has a line to show.
+    Notice(String),
 }
 
 /// The sending half, cloned into every port.
@@ -91,8 +107,14 @@ impl UiEvents {
 
 impl EventSink for UiEvents {
     fn emit(&self, message: SdkMessage) {
-        if let SdkMessage::Result(result) = message {
-            let _ = self.tx.send(UiEvent::TurnDone(Box::new(result)));
+        // A turn's end comes from the task that ran it (with the same `result`), once:
+        // a second copy from here could arrive after the next turn started and end that
+        // one early. What else the stream says is in the store.
+        if let SdkMessage::System(strata_protocol::sdk::SystemMessage::CompactBoundary(_)) = message
+        {
+            let _ = self
+                .tx
+                .send(UiEvent::Notice("Conversation compacted".into()));
         }
     }
 }

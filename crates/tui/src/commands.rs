@@ -6,16 +6,25 @@ use crate::app::{App, Request};
 /// The commands and what they do, for `/help`.
 const HELP: &str = "\
 /help              this list
-/model [name]      show or change the model (persisted to user settings)
+/clear             start a new session (this one stays resumable)
+/resume [id]       resume an earlier session (a picker without an id)
+/rewind            go back to before a prompt (also Esc Esc): code, conversation or both
+/model [name]      pick or set the model (persisted to user settings)
+/permissions       the permission rules by source; add or remove one
+/add-dir <path>    let the tools work in another directory (this session)
+/config            verbose output, model, permission mode, todo list
+/memory            the memory files (CLAUDE.md …); open one in $EDITOR
 /cost              the cost of this session so far
 /context           how full the context window is, by part (and the memory files)
 /compact [notes]   summarise the conversation to free the context (notes: what to keep)
-/mcp               the MCP servers and their status
+/mcp               the MCP servers: status, reconnect, enable or disable
 /status            session id, model, permission mode, working directory
 /export <file>     write the conversation as markdown to <file>
 /exit              leave strata (also Ctrl-D, or Ctrl-C twice)
 Keys: Enter send · Shift+Enter, \\+Enter or Ctrl-J new line · Shift+Tab permission mode
-      Esc interrupt · Ctrl-O transcript · Ctrl-T todos · Ctrl-L redraw · Ctrl-Z suspend";
+      Esc interrupt · Esc Esc rewind · Ctrl-R history search · Ctrl-G $EDITOR
+      Ctrl-O transcript · Ctrl-T todos · Ctrl-L redraw · Ctrl-Z suspend
+      @path completes a file (Tab) · !command runs a shell command";
 
 /// Runs `/command` (without the slash).
 pub fn run(app: &mut App, command: &str) -> Request {
@@ -34,7 +43,14 @@ pub fn run(app: &mut App, command: &str) -> Request {
             app.notify(&format!("Total cost of this session: ${cost:.4}"));
         }
         "context" => app.notify(&context_report(&app.engine().context_usage())),
-        "mcp" => app.notify(&mcp_report(&app.engine().mcp_status())),
+        "mcp" => app.open_mcp(),
+        "resume" | "continue" => return app.open_resume(arg),
+        "clear" | "new" | "reset" => return app.clear_session(),
+        "rewind" | "checkpoint" => app.open_rewind(),
+        "permissions" | "allowed-tools" => app.permissions(arg),
+        "add-dir" => app.add_dir(arg),
+        "config" | "settings" => app.open_config(),
+        "memory" => app.open_memory(),
         "status" => {
             let engine = app.engine().clone();
             let mode = engine.store().with(|s| s.tool_permission_context.mode);
@@ -44,14 +60,8 @@ pub fn run(app: &mut App, command: &str) -> Request {
                 engine.model()
             ));
         }
-        "model" if arg.is_empty() => {
-            let model = app.engine().model();
-            app.notify(&format!("Model: {model} (/model <name> changes it)"));
-        }
-        "model" => {
-            app.engine().set_model(Some(arg.to_owned()));
-            app.notify(&format!("Model set to {arg}"));
-        }
+        "model" if arg.is_empty() => app.open_model_picker(),
+        "model" => app.choose_model(arg),
         "export" if arg.is_empty() => app.notify("/export needs a file name: /export notes.md"),
         "export" => {
             let text = export_markdown(app);
@@ -153,7 +163,7 @@ fn custom_help(catalog: &strata_agent::commands::CommandCatalog) -> String {
 }
 
 /// `/mcp`: each server with its status (and why it failed), from the store.
-fn mcp_report(status: &serde_json::Value) -> String {
+pub(crate) fn mcp_report(status: &serde_json::Value) -> String {
     let servers = status["mcpServers"]
         .as_array()
         .map(Vec::as_slice)

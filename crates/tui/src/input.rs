@@ -64,6 +64,45 @@ impl PromptInput {
         self.text.is_empty()
     }
 
+    /// The cursor's byte offset in [`PromptInput::text`].
+    pub fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// The earlier prompts, newest first (Ctrl-R searches them).
+    pub fn history(&self) -> &[String] {
+        &self.history
+    }
+
+    /// Replaces the whole prompt (a history pick, the text back from `$EDITOR`); the
+    /// cursor goes to the end and pasted chips are forgotten.
+    pub fn set_text(&mut self, text: &str) {
+        self.text = text.to_owned();
+        self.cursor = self.text.len();
+        self.pastes.clear();
+        self.browsing = None;
+    }
+
+    /// The prompt with every chip expanded (what `$EDITOR` is given).
+    pub fn expanded(&self) -> String {
+        let mut text = self.text.clone();
+        for p in &self.pastes {
+            text = text.replacen(&chip(p.id, p.text.matches('\n').count()), &p.text, 1);
+        }
+        text
+    }
+
+    /// Replaces bytes `start..cursor` with `with` (an `@` completion); the cursor goes
+    /// after it.
+    pub fn replace_before_cursor(&mut self, start: usize, with: &str) {
+        if start > self.cursor || !self.text.is_char_boundary(start) {
+            return;
+        }
+        self.text.replace_range(start..self.cursor, with);
+        self.cursor = start + with.len();
+        self.browsing = None;
+    }
+
     /// Types `c` at the cursor.
     pub fn insert_char(&mut self, c: char) {
         self.text.insert(self.cursor, c);

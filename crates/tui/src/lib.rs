@@ -9,6 +9,8 @@
 //! - [`bridge`]: the engine's ports (permission prompts, events, streamed text);
 //! - [`input`], [`dialog`], [`view`], [`history`], [`commands`]: the prompt editor,
 //!   the permission dialog, the footer/spinner/todos, the history lines, slash commands;
+//! - [`overlay`]: lists that take the prompt's place (pickers, history search, rewind);
+//! - [`status_line`]: the `statusLine` setting's command, run off the frame path;
 //! - [`cells`]: finished history items (markdown, tool calls with their results, diffs)
 //!   rendered into lines for the scrollback; [`picker`]: the fuzzy pickers (`/resume`,
 //!   `@` paths).
@@ -24,8 +26,10 @@ pub mod commands;
 pub mod dialog;
 pub mod history;
 pub mod input;
+pub mod overlay;
 pub mod picker;
 pub mod run;
+pub mod status_line;
 pub mod term;
 pub mod text;
 pub mod view;

@@ -77,6 +77,14 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                         }
                         Request::Transcript => transcript(app, term, &mut input, backend).await?,
                         Request::Suspend => suspend(app, term, backend)?,
+                        // The binary takes over: it switches sessions, or runs the
+                        // editor with the terminal's input free (this loop's input
+                        // stream would read the editor's keys) and starts a new loop.
+                        Request::Switch => break,
+                        Request::Editor(job) => {
+                            app.set_editor_job(job);
+                            break;
+                        }
                     }
                 }
                 Some(Err(e)) => return Err(e),
@@ -96,10 +104,26 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                 app.on_store_change();
             },
             () = sleep_until(due), if due.is_some() => {
+                // The terminal may have been resized (and reflowed what it shows) before
+                // its resize event is read: a frame laid out for the old width would
+                // start on the wrong row and leave part of the live area behind in the
+                // scrollback. Asking for the size is one ioctl.
+                if backend == Backend::Tty
+                    && let Ok((w, h)) = terminal::size()
+                    && (w, h) != (term.width(), term.height())
+                {
+                    term.resize(w, h);
+                    app.resize(w);
+                }
                 let now = Instant::now();
                 let frame = app.frame(now);
                 let commit = app.take_commit();
                 term.draw(&commit, &frame)?;
+                if app.take_bell() {
+                    // The terminal's bell: a prompt waits, or a long turn ended.
+                    term.writer_mut().write_all(b"\x07")?;
+                    term.writer_mut().flush()?;
+                }
                 last_frame = now;
             },
         }
@@ -124,6 +148,38 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
 async fn sleep_until(due: Option<Instant>) {
     if let Some(due) = due {
         tokio::time::sleep_until(due.into()).await;
+    }
+}
+
+/// Runs `$VISUAL`, else `$EDITOR`, else `vi` on `path` with the terminal handed over
+/// (raw mode off for a real terminal); `Err` says why it failed.
+pub async fn run_editor(path: &std::path::Path, backend: Backend) -> Result<(), String> {
+    if backend == Backend::Tty {
+        restore_terminal();
+    }
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+        .unwrap_or_else(|| "vi".to_owned());
+    let path = path.to_path_buf();
+    // The editor's command may carry arguments (`code --wait`): the shell splits it.
+    let status = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{editor} \"$1\""))
+            .arg("sh")
+            .arg(&path)
+            .status()
+    })
+    .await;
+    if backend == Backend::Tty {
+        enter_terminal().map_err(|e| e.to_string())?;
+    }
+    match status {
+        Ok(Ok(s)) if s.success() => Ok(()),
+        Ok(Ok(s)) => Err(format!("the editor exited with {s}")),
+        Ok(Err(e)) => Err(format!("the editor could not start: {e}")),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -17,6 +17,13 @@
 //!   split a line wider than the new width), so the next frame starts at the right row
 //!   and re-wraps only the live area.
 //!
+//! - between frames the terminal's cursor is parked, hidden, on the live area's first
+//!   row and the prompt's cursor is drawn as a reversed cell: a terminal that reflows
+//!   on resize (tmux, VTE, kitty) keeps the cursor's row where it is and pushes rows
+//!   above it into the scrollback, where no later frame could clear them; with the
+//!   whole live area below the cursor, every frame can clear all of it, and the live
+//!   area is at most half the screen so a reflow that doubles it still fits.
+//!
 //! The renderer writes to any `Write`; tests feed it to a `vt100` parser.
 
 use std::io::{self, Write};
@@ -96,7 +103,9 @@ impl<W: Write> InlineTerminal<W> {
     /// a reflowing terminal gives it at the new width; the next frame starts there.
     pub fn resize(&mut self, width: u16, height: u16) {
         let width = width.max(1);
-        if width < self.width {
+        // Terminals that reflow wrap a line wider than the new width and join it again
+        // when the width grows back, so the rows are recomputed both ways.
+        if width != self.width {
             let w = usize::from(width);
             let rows = |lw: usize| lw.div_ceil(w).max(1);
             let above: usize = self
@@ -109,6 +118,20 @@ impl<W: Write> InlineTerminal<W> {
         }
         self.width = width;
         self.height = height.max(1);
+    }
+
+    /// Makes sure the live area starts at least half a screen below the top, the cursor
+    /// being on row `cursor_row` now (blank rows are written to get there). A terminal
+    /// that reflows on resize keeps its bottom rows and pushes the top ones into the
+    /// scrollback; while the rows above the live area outnumber what a reflow can add
+    /// to it, what is pushed away is history, never the live area itself.
+    pub fn make_room(&mut self, cursor_row: u16) -> io::Result<()> {
+        let wanted = max_live_rows(self.height);
+        let pad = wanted.saturating_sub(usize::from(cursor_row));
+        for _ in 0..pad {
+            self.out.write_all(b"\r\n")?;
+        }
+        self.out.flush()
     }
 
     /// Forgets where the live area is: the screen was cleared (Ctrl-L) or restored
@@ -126,8 +149,11 @@ impl<W: Write> InlineTerminal<W> {
         let width = usize::from(self.width);
         // A live area taller than the screen would push its own top into the scrollback,
         // where a later frame could not clear it: keep its last rows (the prompt and
-        // footer are at the bottom) and leave one row for the terminal.
-        let max_rows = usize::from(self.height.saturating_sub(1)).max(1);
+        // footer are at the bottom). At most half the screen, so that a terminal made
+        // half as wide, which reflows each live row into two, still holds the whole live
+        // area on screen and the next frame can clear it (else its top would stay in the
+        // scrollback as a copy); tiny terminals still get room for a dialog.
+        let max_rows = max_live_rows(self.height);
         let skip = frame.lines.len().saturating_sub(max_rows);
         let live = &frame.lines[skip..];
         let out = &mut self.out;
@@ -138,37 +164,56 @@ impl<W: Write> InlineTerminal<W> {
             let up = u16::try_from(self.rows_above_cursor).unwrap_or(u16::MAX);
             out.queue(cursor::MoveUp(up))?;
         }
-        out.queue(terminal::Clear(terminal::ClearType::FromCursorDown))?;
+        clear_down(out)?;
         for line in commit {
             // Committed lines are written as they are: the terminal wraps a long one and
             // can reflow it later, as with any program's output.
             write_line(out, line, None, self.color)?;
             out.write_all(b"\r\n")?;
         }
+        // The prompt's cursor is drawn as a reversed cell; the terminal's own cursor is
+        // parked, hidden, at the top of the live area (see the module docs).
+        let drawn_cursor = frame
+            .cursor
+            .filter(|&(row, _)| row >= skip)
+            .map(|(row, col)| (row - skip, usize::from(col).min(width.saturating_sub(1))));
         for (i, line) in live.iter().enumerate() {
-            write_line(out, line, Some(width), self.color)?;
+            match drawn_cursor {
+                Some((row, col)) if row == i && self.color => {
+                    write_line(out, &crate::text::with_cursor(line, col), Some(width), true)?;
+                }
+                _ => write_line(out, line, Some(width), self.color)?,
+            }
             if i + 1 < live.len() {
                 out.write_all(b"\r\n")?;
             }
         }
-        // The cursor is on the last live row; go to the requested one.
         let last_row = live.len().saturating_sub(1);
-        let (row, col) = match frame.cursor {
-            Some((row, col)) if row >= skip => (row - skip, Some(col)),
-            _ => (last_row, None),
-        };
-        let row = row.min(last_row);
+        let row = 0;
         if last_row > row {
             let up = u16::try_from(last_row - row).unwrap_or(u16::MAX);
             out.queue(cursor::MoveUp(up))?;
         }
         out.write_all(b"\r")?;
-        if let Some(col) = col {
-            let col = col.min(self.width.saturating_sub(1));
+        if !self.color
+            && let Some((row, col)) = drawn_cursor
+        {
+            // Without styles a reversed cell cannot be drawn: the terminal's cursor is
+            // shown at the prompt instead (a plain-text terminal rarely reflows).
+            if row > 0 {
+                out.queue(cursor::MoveDown(u16::try_from(row).unwrap_or(u16::MAX)))?;
+            }
             if col > 0 {
-                out.queue(cursor::MoveRight(col))?;
+                out.queue(cursor::MoveRight(u16::try_from(col).unwrap_or(u16::MAX)))?;
             }
             out.queue(cursor::Show)?;
+            self.rows_above_cursor = row;
+            self.cursor_row = row;
+            self.drawn_widths = live.iter().map(|l| line_width(l).min(width)).collect();
+            out.queue(terminal::EndSynchronizedUpdate)?;
+            out.flush()?;
+            self.frames += 1;
+            return Ok(());
         }
         out.queue(terminal::EndSynchronizedUpdate)?;
         out.flush()?;
@@ -188,7 +233,7 @@ impl<W: Write> InlineTerminal<W> {
             let up = u16::try_from(self.rows_above_cursor).unwrap_or(u16::MAX);
             out.queue(cursor::MoveUp(up))?;
         }
-        out.queue(terminal::Clear(terminal::ClearType::FromCursorDown))?;
+        clear_down(out)?;
         out.queue(cursor::Show)?;
         out.flush()?;
         self.reset_origin();
@@ -204,6 +249,30 @@ impl<W: Write> InlineTerminal<W> {
         }
         self.out.flush()
     }
+}
+
+/// The most rows a live area takes on a terminal `height` rows high (see
+/// [`InlineTerminal::draw`]).
+pub fn max_live_rows(height: u16) -> usize {
+    let h = usize::from(height);
+    (h.saturating_sub(1) / 2)
+        .max(h.saturating_sub(1).min(8))
+        .max(1)
+}
+
+/// Clears from the start of the cursor's row to the end of the screen, the cursor left
+/// at the row's start.
+///
+/// Not a bare "erase below" at column 0: tmux (and screen) treat an erase from the
+/// screen's top-left corner as "clear the screen" and move everything on it into the
+/// scrollback, so a live area drawn at the top row would leave a copy of every frame
+/// there. Erasing the row, then everything below from its second column, clears the
+/// same cells without that.
+fn clear_down(out: &mut impl Write) -> io::Result<()> {
+    out.queue(terminal::Clear(terminal::ClearType::CurrentLine))?;
+    out.queue(cursor::MoveRight(1))?;
+    out.queue(terminal::Clear(terminal::ClearType::FromCursorDown))?;
+    out.write_all(b"\r")
 }
 
 /// Writes one line's spans with their styles; `limit` cuts it to that many columns.

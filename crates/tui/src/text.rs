@@ -1,7 +1,8 @@
 //! Width arithmetic for terminal text: display widths (wide characters take two columns),
 //! cutting to a width, and wrapping plain text.
 
-use ratatui::text::Line;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
 use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
 
 /// The columns `line` takes.
@@ -70,5 +71,76 @@ mod tests {
     fn cutting_respects_wide_characters() {
         assert_eq!(cut_to_width("日本語", 5), "日本");
         assert_eq!(cut_to_width("abc", 5), "abc");
+    }
+}
+
+/// `line` with the cell at display column `col` drawn as a cursor (reversed video; a
+/// reversed space past the end of the text).
+pub fn with_cursor(line: &Line<'static>, col: usize) -> Line<'static> {
+    let mut spans: Vec<Span<'static>> = Vec::with_capacity(line.spans.len() + 2);
+    let mut at = 0;
+    let mut done = false;
+    for span in &line.spans {
+        let w = span.content.width();
+        if done || col >= at + w {
+            spans.push(span.clone());
+            at += w;
+            continue;
+        }
+        // The cursor is inside this span: split it around the cursor's character.
+        let before = cut_to_width(&span.content, col - at);
+        let rest = &span.content[before.len()..];
+        let mut chars = rest.chars();
+        let cursor_char = chars.next().map(String::from).unwrap_or_else(|| " ".into());
+        let after: String = chars.collect();
+        if !before.is_empty() {
+            spans.push(Span::styled(before.to_owned(), span.style));
+        }
+        spans.push(Span::styled(
+            cursor_char,
+            span.style.add_modifier(Modifier::REVERSED),
+        ));
+        if !after.is_empty() {
+            spans.push(Span::styled(after, span.style));
+        }
+        at += w;
+        done = true;
+    }
+    if !done {
+        if col > at {
+            spans.push(Span::raw(" ".repeat(col - at)));
+        }
+        spans.push(Span::styled(
+            " ",
+            ratatui::style::Style::default().add_modifier(Modifier::REVERSED),
+        ));
+    }
+    Line {
+        spans,
+        ..line.clone()
+    }
+}
+
+#[cfg(test)]
+mod cursor_tests {
+    use super::*;
+
+    #[test]
+    fn the_cursor_cell_is_reversed_inside_and_past_the_text() {
+        let line = Line::from(vec![Span::raw("> "), Span::raw("héllo")]);
+        let l = with_cursor(&line, 3);
+        assert_eq!(l.to_string(), "> héllo");
+        assert_eq!(l.spans[2].content, "é");
+        assert!(l.spans[2].style.add_modifier.contains(Modifier::REVERSED));
+        let end = with_cursor(&line, 7);
+        assert_eq!(end.to_string(), "> héllo ");
+        assert!(
+            end.spans
+                .last()
+                .unwrap()
+                .style
+                .add_modifier
+                .contains(Modifier::REVERSED)
+        );
     }
 }

@@ -24,6 +24,7 @@ mod tasks;
 pub(crate) use self::permission_updates::apply_permission_updates;
 mod small_model;
 mod web_search;
+mod ui_ops;
 pub(crate) use crate::record;
 pub(crate) mod tool_services;
 

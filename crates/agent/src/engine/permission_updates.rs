@@ -29,6 +29,12 @@ impl Inner {
     pub(crate) fn apply_permission_updates(&self, values: &[Value]) {
         apply_permission_updates(&self.store, &self.permission_env, values);
     }
+
+    /// [`Inner::apply_permission_updates`], returning the problems instead of logging
+    /// them (a UI command shows them to the user).
+    pub(crate) fn apply_permission_updates_reporting(&self, values: &[Value]) -> Vec<String> {
+        apply_reporting(&self.store, &self.permission_env, values)
+    }
 }
 
 /// [`Inner::apply_permission_updates`] on `store` with `env`: a synchronous sub-agent's
@@ -38,10 +44,18 @@ pub(crate) fn apply_permission_updates(
     env: &Arc<crate::permissions::PermissionEnv>,
     values: &[Value],
 ) {
+    report(apply_reporting(store, env, values));
+}
+
+/// Applies the updates and returns what could not be applied.
+fn apply_reporting(
+    store: &strata_store::Store<strata_state::AppState>,
+    env: &Arc<crate::permissions::PermissionEnv>,
+    values: &[Value],
+) -> Vec<String> {
     let (updates, mut problems) = parse_updates(values);
     if updates.is_empty() {
-        report(problems);
-        return;
+        return problems;
     }
     let env = Arc::clone(env);
     let resolve = move |d: &std::path::Path| env.absolute_dir(d);
@@ -89,7 +103,7 @@ pub(crate) fn apply_permission_updates(
     } else {
         apply()
     });
-    report(problems);
+    problems
 }
 
 fn report(problems: Vec<String>) {

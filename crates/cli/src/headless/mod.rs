@@ -237,6 +237,13 @@ fn check_flags(args: &AgentArgs) -> Result<(), Failure> {
              --continue the newest one",
         ));
     }
+    if args.resume.as_deref().is_some_and(|r| r.trim().is_empty()) {
+        return Err(Failure::usage(
+            "--resume needs a session id (or the path of its .jsonl) in headless mode; \
+             `strata sessions list` shows them, and `strata -r` alone opens the picker in \
+             the interactive UI",
+        ));
+    }
     if args.fork_session && args.resume.is_none() && !args.continue_session {
         return Err(Failure::usage(
             "--fork-session needs --resume <id> or --continue",

@@ -13,6 +13,15 @@ pub struct PathCompleter {
     truncated: bool,
 }
 
+impl std::fmt::Debug for PathCompleter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PathCompleter")
+            .field("paths", &self.list.items().len())
+            .field("truncated", &self.truncated)
+            .finish()
+    }
+}
+
 impl PathCompleter {
     /// Walks `root` (hidden files and `.gitignore`d paths skipped, also outside a git
     /// repository), collecting at most [`MAX_PATHS`] paths relative to `root`, `/`

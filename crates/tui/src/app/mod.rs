@@ -9,6 +9,12 @@
 //! footer the model, mode and verbosity, the todo list the todos; a commit that changes
 //! none of them draws nothing.
 
+mod actions;
+mod complete;
+mod frame;
+mod status;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,19 +25,22 @@ use strata_agent::engine::Engine;
 use strata_protocol::message::Message;
 use strata_protocol::permission::PermissionMode;
 use strata_protocol::sdk::ResultMessage;
-use strata_state::{AppState, Messages, TodoItem};
+use strata_state::{AppState, Messages};
 use strata_store::{ByFn, ByValue, Selection};
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{UiEvent, UiSender};
-use crate::dialog::{Choice, PermissionDialog};
+use crate::dialog::PermissionDialog;
 use crate::history::{self, HistoryOptions};
 use crate::input::{PromptInput, Submitted};
-use crate::term::Frame;
-use crate::view::{self, FooterData};
+use crate::overlay::{Outcome, Overlay};
+use crate::view::FooterData;
 
 /// Two Ctrl-C within this long exit.
 const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+/// A turn at least this long rings the bell when it ends (the user may have looked
+/// away).
+const LONG_TURN: Duration = Duration::from_secs(10);
 
 type MessagesSel = Selection<
     AppState,
@@ -49,7 +58,7 @@ type TodosSel =
     Selection<AppState, strata_state::Todos, fn(&AppState) -> strata_state::Todos, ByValue>;
 
 /// What the loop should do after an input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     /// Nothing beyond redrawing what changed.
     None,
@@ -61,6 +70,30 @@ pub enum Request {
     Transcript,
     /// Stop the process until `fg` (Ctrl-Z).
     Suspend,
+    /// Leave this session for another ([`App::take_switch`] says which): the binary
+    /// closes the engine and opens the next one in the same terminal.
+    Switch,
+    /// Run `$EDITOR` on a file with the terminal handed over, then call
+    /// [`App::editor_done`].
+    Editor(EditorJob),
+}
+
+/// Which session the UI moves to (`/resume`, `/clear`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Switch {
+    /// Resume this session id.
+    Resume(String),
+    /// Start a new, empty session (`/clear`).
+    New,
+}
+
+/// A file to edit in `$EDITOR` and what to do with it afterwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditorJob {
+    /// The file.
+    pub path: PathBuf,
+    /// Read it back into the prompt (Ctrl-G) rather than only edit it (`/memory`).
+    pub into_prompt: bool,
 }
 
 /// A running turn.
@@ -98,6 +131,24 @@ pub struct App {
     esc_at: Option<Instant>,
     placeholder: String,
     width: u16,
+    /// The open overlay (pickers, history search, rewind), in the prompt's place.
+    overlay: Option<Overlay>,
+    /// `@` completion under the prompt.
+    completion: complete::Completion,
+    /// The session to move to once the loop ends.
+    switch: Option<Switch>,
+    /// The file the loop stopped to edit.
+    editor: Option<EditorJob>,
+    /// The config directory (sessions to list, user memory), when known.
+    config_dir: Option<PathBuf>,
+    /// The session's working directory.
+    cwd: PathBuf,
+    /// The `statusLine` command's last output, shown under the footer.
+    status_line: Option<String>,
+    /// The `statusLine` command's task, once started.
+    status_runner: Option<crate::status_line::StatusLine>,
+    /// The terminal bell is due (a prompt waits for the user, or a long turn ended).
+    bell: bool,
     dirty: bool,
     /// The UI has not drawn since the last change.
     exit: bool,
@@ -144,6 +195,7 @@ impl App {
             mode,
             ..FooterData::default()
         };
+        let cwd = PathBuf::from(engine.init_message().cwd);
         Self {
             engine,
             tx,
@@ -167,9 +219,54 @@ impl App {
             esc_at: None,
             placeholder: "Try \"explain this project\" · /help for commands".to_owned(),
             width,
+            overlay: None,
+            completion: complete::Completion::default(),
+            switch: None,
+            editor: None,
+            config_dir: None,
+            cwd,
+            status_line: None,
+            status_runner: None,
+            bell: false,
             dirty: true,
             exit: false,
         }
+    }
+
+    /// Where the config directory is (needed by `/resume` and `/memory`).
+    pub fn set_config_dir(&mut self, dir: PathBuf) {
+        self.config_dir = Some(dir);
+    }
+
+    /// The session to move to after the loop ended with [`Request::Switch`].
+    pub fn take_switch(&mut self) -> Option<Switch> {
+        self.switch.take()
+    }
+
+    /// Remembers the file the loop stopped to edit ([`Request::Editor`]).
+    pub fn set_editor_job(&mut self, job: EditorJob) {
+        self.editor = Some(job);
+    }
+
+    /// The file to edit now that the loop stopped, if that is why it stopped.
+    pub fn take_editor_job(&mut self) -> Option<EditorJob> {
+        self.editor.take()
+    }
+
+    /// Whether the loop must run again after it stopped: for the editor (the binary
+    /// runs it, then calls [`App::editor_done`]) or to switch sessions.
+    pub fn resumes_loop(&self) -> bool {
+        self.editor.is_some()
+    }
+
+    /// The answer streaming right now, as received (for `strata-bench tui`).
+    pub fn live_text(&self) -> &str {
+        &self.live
+    }
+
+    /// Whether the terminal bell is due; clears it.
+    pub fn take_bell(&mut self) -> bool {
+        std::mem::take(&mut self.bell)
     }
 
     /// The hint shown in an empty prompt.
@@ -239,6 +336,7 @@ impl App {
             self.footer.mode = mode;
             self.footer.model = self.engine.model();
             self.dirty = true;
+            self.poke_status();
         }
         if self.todos_sel.changed(&store) && self.show_todos {
             self.dirty = true;
@@ -311,14 +409,20 @@ impl App {
             }
             UiEvent::Permission(prompt, reply) => {
                 self.dialog = Some(PermissionDialog::new(prompt, reply));
+                self.bell = true;
                 self.dirty = true;
             }
             UiEvent::TurnDone(result) => self.turn_done(&result),
+            other => self.on_background_event(other),
         }
     }
 
     fn turn_done(&mut self, result: &ResultMessage) {
-        self.turn = None;
+        if let Some(t) = self.turn.take()
+            && t.started.elapsed() >= LONG_TURN
+        {
+            self.bell = true;
+        }
         self.dialog = None;
         self.footer.cost_usd += result.total_cost_usd;
         let u = &result.usage;
@@ -337,6 +441,7 @@ impl App {
         self.footer.context_percent = self.engine.store().with(strata_state::context_percent);
         self.live.clear();
         self.live_thinking.clear();
+        self.poke_status();
         if result.is_error && !result.errors.is_empty() {
             self.notify(&format!("⚠ {}", result.errors.join("; ")));
         }
@@ -352,8 +457,9 @@ impl App {
         match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
             Event::Paste(text) => {
-                if self.dialog.is_none() {
+                if self.dialog.is_none() && self.overlay.is_none() {
                     self.input.paste(&text);
+                    self.refresh_completion();
                     self.dirty = true;
                 }
                 Request::None
@@ -375,6 +481,28 @@ impl App {
             return self.on_dialog_key(key);
         }
         self.dirty = true;
+        if let Some(overlay) = self.overlay.as_mut() {
+            return match overlay.on_key(key) {
+                Outcome::Open => Request::None,
+                Outcome::Closed => {
+                    self.overlay = None;
+                    Request::None
+                }
+                Outcome::Picked(value) => match self.overlay.take() {
+                    Some(o) => self.on_pick(o.purpose, value),
+                    None => Request::None,
+                },
+            };
+        }
+        if let Some(request) = self.on_completion_key(key) {
+            return request;
+        }
+        let request = self.on_prompt_key(key, ctrl);
+        self.refresh_completion();
+        request
+    }
+
+    fn on_prompt_key(&mut self, key: KeyEvent, ctrl: bool) -> Request {
         match key.code {
             KeyCode::Char('c') if ctrl => {
                 let now = Instant::now();
@@ -407,6 +535,11 @@ impl App {
                 self.show_todos = !self.show_todos;
                 Request::None
             }
+            KeyCode::Char('r') if ctrl => {
+                self.open_history_search();
+                Request::None
+            }
+            KeyCode::Char('g') if ctrl => self.edit_prompt(),
             KeyCode::Char('j') if ctrl => {
                 self.input.newline();
                 Request::None
@@ -436,9 +569,9 @@ impl App {
                 } else if self.esc_at.is_some_and(|t| now - t < DOUBLE_PRESS)
                     && self.input.is_empty()
                 {
-                    self.notify(
-                        "Rewind is not available in this build yet (strata sessions rewind works).",
-                    );
+                    self.esc_at = None;
+                    self.open_rewind();
+                    return Request::None;
                 }
                 self.esc_at = Some(now);
                 Request::None
@@ -511,41 +644,8 @@ impl App {
         Request::Exit
     }
 
-    fn on_dialog_key(&mut self, key: KeyEvent) -> Request {
-        let Some(dialog) = self.dialog.as_mut() else {
-            return Request::None;
-        };
-        self.dirty = true;
-        let pick = match key.code {
-            KeyCode::Up => {
-                dialog.up();
-                None
-            }
-            KeyCode::Down | KeyCode::Tab => {
-                dialog.down();
-                None
-            }
-            KeyCode::Enter => Some(dialog.selected),
-            KeyCode::Char(c) if c.is_ascii_digit() => {
-                c.to_digit(10).and_then(|d| dialog.choice_for_digit(d))
-            }
-            KeyCode::Char('y') => Some(0),
-            KeyCode::Esc | KeyCode::Char('n') => Some(dialog.choices.len() - 1),
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                Some(dialog.choices.len() - 1)
-            }
-            _ => None,
-        };
-        if let Some(i) = pick
-            && let Some(dialog) = self.dialog.take()
-            && let Choice::No = dialog.answer(i)
-        {
-            self.footer.notice = Some("Tell strata what to do differently".into());
-        }
-        Request::None
-    }
-
-    /// Shift+Tab: the next mode through the engine's one gate (FX-1 reports it).
+    /// Shift+Tab: the next mode through the engine's one gate (FX-1 reports it), and
+    /// the transcript's `permission-mode` line.
     fn cycle_mode(&mut self) {
         let (mode, bypass) = self.engine.store().with(|s| {
             (
@@ -555,13 +655,18 @@ impl App {
             )
         });
         let next = mode.next_in_cycle(bypass);
-        if let Err(e) = self.engine.set_permission_mode(next.as_str()) {
-            self.notify(&format!("cannot switch to {next}: {e}"));
+        match self.engine.set_permission_mode(next.as_str()) {
+            Ok(()) => self.engine.record_permission_mode(),
+            Err(e) => self.notify(&format!("cannot switch to {next}: {e}")),
         }
     }
 
     /// Sends a prompt, or runs a slash command.
     fn submit(&mut self, submitted: Submitted) -> Request {
+        if let Some(command) = submitted.text.trim_start().strip_prefix('!') {
+            self.run_shell(command.trim().to_owned());
+            return Request::None;
+        }
         if let Some(command) = submitted.text.trim().strip_prefix('/') {
             // `/compact`, MCP prompts (`/mcp__server__prompt`) and the user's custom
             // commands are the engine's slash prompts, run as a turn as in headless mode;
@@ -610,11 +715,12 @@ impl App {
         let engine = self.engine.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            // The engine emits the result through the sink as well; sending it here
-            // covers a sink that dropped it.
+            // The one report of the turn's end, sent once this task let go of the
+            // engine (a `/resume` right after can close it).
             let result = engine
                 .run_prompt(Message::user_text(submitted.text), cancel)
                 .await;
+            drop(engine);
             let _ = tx.send(UiEvent::TurnDone(Box::new(result)));
         });
     }
@@ -627,67 +733,6 @@ impl App {
     /// The footer's data, for commands (`/cost`).
     pub fn footer_data(&self) -> &FooterData {
         &self.footer
-    }
-
-    /// The live area at the current width.
-    pub fn frame(&mut self, now: Instant) -> Frame {
-        self.dirty = false;
-        let width = self.width.max(1);
-        let mut lines: Vec<Line<'static>> = Vec::new();
-        if self.verbose() && !self.live_thinking.is_empty() {
-            for l in crate::text::wrap(&self.live_thinking, usize::from(width).saturating_sub(2)) {
-                lines.push(Line::styled(
-                    format!("✻ {l}"),
-                    Style::default().fg(Color::DarkGray),
-                ));
-            }
-        }
-        if !self.live.is_empty() {
-            lines.push(Line::from(""));
-            for (i, l) in crate::text::wrap(&self.live, usize::from(width).saturating_sub(2))
-                .into_iter()
-                .enumerate()
-            {
-                lines.push(Line::from(format!(
-                    "{}{l}",
-                    if i == 0 { "● " } else { "  " }
-                )));
-            }
-        }
-        if let Some(t) = &self.turn {
-            lines.push(Line::from(""));
-            lines.push(view::spinner(now - t.started, t.tokens, width));
-        }
-        if self.show_todos {
-            lines.push(Line::from(""));
-            let items: Vec<Arc<TodoItem>> = self
-                .todos_sel
-                .value()
-                .0
-                .values()
-                .flat_map(|v| v.iter().cloned())
-                .collect();
-            lines.extend(view::todos(&items, width));
-        }
-        lines.push(Line::from(""));
-        let cursor;
-        if let Some(d) = &self.dialog {
-            lines.extend(d.render(width));
-            cursor = None;
-        } else {
-            let (input, (row, col)) = self.input.render(width, &self.placeholder);
-            cursor = Some((lines.len() + row, col));
-            lines.extend(input);
-        }
-        lines.push(view::footer(&self.footer, width));
-        Frame { lines, cursor }
-    }
-
-    /// The whole conversation for the transcript view (verbose: thinking and full tool
-    /// output).
-    pub fn transcript(&self, width: u16) -> Vec<Line<'static>> {
-        let msgs: Vec<Arc<Message>> = self.messages.value().iter().cloned().collect();
-        history::render(&msgs, width, HistoryOptions { verbose: true })
     }
 
     /// Toggles the store's `verbose` (persisted by the effects hub, FX-4).
