@@ -218,6 +218,44 @@ async fn context_usage_is_in_the_app_state_after_each_response() {
     assert_eq!(report["autoCompactThreshold"], 160_000);
 }
 
+/// A regression: a resumed session's context size was an estimate of the whole history
+/// (four characters a token) until the first response; now it starts from the last
+/// response's exact count, as the reference agent's does.
+#[tokio::test]
+async fn a_resumed_session_starts_from_the_last_responses_exact_context_count() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("First.").usage(40_000, 20));
+    server.push(
+        Reply::new()
+            .text("Second.")
+            .usage(70_000, 30)
+            .cache(500, 9_000),
+    );
+    let engine = Engine::open(options(&env, &server, Arc::new(Collect::default())))
+        .await
+        .unwrap();
+    prompt(&engine, "one").await;
+    prompt(&engine, "two").await;
+    let before = engine.store().get().context_usage;
+    assert_eq!(before.tokens, 70_000 + 9_000 + 500 + 30);
+    let session = engine.session_id();
+    engine.close().await.unwrap();
+
+    let mut opts = options(&env, &server, Arc::new(Collect::default()));
+    opts.resume = Some(ResumeTarget::Session(session));
+    let resumed = Engine::open(opts).await.unwrap();
+    // Before any request: the count the last response reported, not an estimate of the
+    // short messages (which would be a few tokens).
+    assert_eq!(resumed.store().get().context_usage, before);
+    let report = resumed.context_usage();
+    assert_eq!(report["totalTokens"], before.tokens, "{report}");
+    assert_eq!(
+        strata_state::context_percent(&resumed.store().get()),
+        Some(39)
+    );
+}
+
 /// The keys of a line in order, without those strata never writes (`slug`: the
 /// reference's session nickname).
 fn keys(line: &Value) -> Vec<String> {

@@ -399,6 +399,54 @@ async fn sdk_callback_hooks_are_called_with_hook_callback_requests() {
     insta::assert_json_snapshot!("hook_lifecycle", lifecycle);
 }
 
+/// Fail closed: a guard that cannot answer (the host's callback threw) keeps the call from
+/// running when its matcher says `onFailure: "block"`; with the default it is reported and
+/// the call runs.
+#[tokio::test]
+async fn a_callback_that_fails_blocks_the_call_only_when_set_to_block() {
+    for (on_failure, runs) in [("block", false), ("continue", true)] {
+        let env = Env::new();
+        let server = MockServer::start().await.unwrap();
+        server.push(Reply::new().tool_use("toolu_1", "Bash", json!({"command": "touch ran"})));
+        server.push(Reply::new().text("done"));
+        let mut s = Driver::start(&env, &server, &["--allowedTools", "Bash"]);
+        s.control(
+            "i1",
+            json!({"subtype": "initialize",
+                   "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"],
+                             "onFailure": on_failure}]}}),
+        )
+        .await;
+        let reply = s.response("i1").await;
+        assert_eq!(reply["response"]["response"]["hooks_applied"], true);
+        s.prompt("go").await;
+        let call = s
+            .until(|l| l["type"] == "control_request" && l["request"]["subtype"] == "hook_callback")
+            .await;
+        let id = call["request_id"].as_str().unwrap();
+        s.send(
+            &json!({"type": "control_response", "response": {"subtype": "error",
+                "request_id": id, "error": "TypeError: hook threw"}})
+            .to_string(),
+        )
+        .await;
+        assert_eq!(s.result().await["subtype"], "success");
+        s.finish().await;
+        assert_eq!(
+            env.proj.join("ran").exists(),
+            runs,
+            "onFailure {on_failure}"
+        );
+        if !runs {
+            let told = tool_result_text(&server, 1);
+            assert!(
+                told.contains("hook threw") && told.contains("onFailure"),
+                "{told}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_permission_request_hook_answers_in_place_of_the_prompt() {
     let env = Env::new();

@@ -428,7 +428,40 @@ async fn initialize_answers_with_the_fields_the_sdks_read() {
         assert!(body.get(field).is_some(), "{field}: {body}");
     }
     assert_eq!(body["account"]["apiKeySource"], "ANTHROPIC_API_KEY");
+    assert_eq!(body["hook_on_failure_supported"], true);
+    // Nothing came: nothing is said of hooks or servers.
+    assert!(body.get("hooks_applied").is_none() && body.get("mcp_servers_applied").is_none());
     s.finish().await;
+}
+
+/// The TypeScript SDK sends MCP servers in `initialize` by default and reads an absent
+/// `mcp_servers_applied` as "not applied" (it warns and may run without them).
+#[tokio::test]
+async fn initialize_says_whether_its_hooks_and_mcp_servers_were_taken() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    for (servers, applied) in [
+        (
+            json!({"never": {"command": "/nonexistent/mcp-server"}}),
+            true,
+        ),
+        (json!(["not", "an", "object"]), false),
+    ] {
+        let mut s = sdk_driver(&env, &server, &[]);
+        s.control(
+            "i",
+            json!({"subtype": "initialize",
+                   "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["h0"],
+                             "onFailure": "block"}]},
+                   "mcpServers": servers}),
+        )
+        .await;
+        let response = s.response("i").await;
+        let body = &response["response"]["response"];
+        assert_eq!(body["hooks_applied"], true, "{body}");
+        assert_eq!(body["mcp_servers_applied"], applied, "{servers}: {body}");
+        s.finish().await;
+    }
 }
 
 #[tokio::test]

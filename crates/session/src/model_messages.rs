@@ -31,7 +31,9 @@ use crate::chain::IdHasher;
 type IdKeyed<V> = HashMap<String, V, BuildHasherDefault<IdHasher>>;
 type IdSet = HashSet<String, BuildHasherDefault<IdHasher>>;
 
-use strata_protocol::message::{AssistantMessage, ContentBlock, Message, MessageContent, Role};
+use strata_protocol::message::{
+    AssistantMessage, ContentBlock, Message, MessageContent, Role, Usage,
+};
 
 /// The text a resumed conversation gets when it stopped in the middle of a turn.
 pub const CONTINUE_TEXT: &str = "Continue from where you left off.";
@@ -54,16 +56,45 @@ pub enum LiveItem {
     Other,
 }
 
-/// What the conversion needs of an assistant line's message: its usage, stop reason and
-/// the rest are skipped unparsed (cost comes from the line index, and a split response's
-/// lines are merged into one message anyway).
+/// What the conversion needs of an assistant line's message: its stop reason and the
+/// rest are skipped unparsed (cost comes from the line index, and a split response's
+/// lines are merged into one message anyway). The usage is kept as raw text and read
+/// leniently for its token counts: a usage strata cannot read never makes the line
+/// unreadable.
 #[derive(serde::Deserialize)]
-struct AssistantBody {
+struct AssistantBody<'a> {
     #[serde(default)]
     id: String,
     #[serde(default)]
     model: String,
     content: MessageContent,
+    #[serde(default, borrow)]
+    usage: Option<&'a serde_json::value::RawValue>,
+}
+
+/// The token counts of a usage object (what the context size is made of).
+#[derive(serde::Deserialize)]
+struct Counts {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+fn counts(raw: Option<&serde_json::value::RawValue>) -> Usage {
+    raw.and_then(|r| serde_json::from_str::<Counts>(r.get()).ok())
+        .map(|c| Usage {
+            input_tokens: c.input_tokens.unwrap_or(0),
+            cache_creation_input_tokens: c.cache_creation_input_tokens,
+            cache_read_input_tokens: c.cache_read_input_tokens,
+            output_tokens: c.output_tokens.unwrap_or(0),
+            ..Usage::default()
+        })
+        .unwrap_or_default()
 }
 
 /// Parses the `message` of a `user` (`assistant` when `!user`) line; `None` when it is
@@ -74,8 +105,9 @@ pub(crate) fn parse_body(user: bool, bytes: &[u8]) -> Option<LiveItem> {
             .ok()
             .map(LiveItem::User);
     }
-    let b: AssistantBody = serde_json::from_slice(bytes).ok()?;
+    let b: AssistantBody<'_> = serde_json::from_slice(bytes).ok()?;
     Some(LiveItem::Assistant(Box::new(AssistantMessage {
+        usage: counts(b.usage),
         model: b.model,
         id: b.id,
         content: b.content.into_blocks(),
@@ -99,6 +131,13 @@ pub struct ModelConversation {
     pub dropped_tool_results: usize,
     /// Line numbers of live entries whose message body could not be parsed (left out).
     pub unreadable_lines: Vec<u32>,
+    /// The token usage of the last real response, if the live conversation has one: how
+    /// full the context was when it was answered (the reference agent's count after a
+    /// resume). Only the token counts are read.
+    pub last_usage: Option<Usage>,
+    /// How many of `messages` (from the start) that usage counted; the ones after it were
+    /// added later (its tool results, a prompt not yet answered).
+    pub usage_covers: usize,
 }
 
 #[derive(Debug)]
@@ -130,10 +169,13 @@ pub fn to_model_messages(items: Vec<LiveItem>) -> ModelConversation {
     let mut response_at: IdKeyed<usize> = IdKeyed::default();
     let mut tool_owner: IdKeyed<String> = IdKeyed::default();
     let mut answered: IdSet = IdSet::default();
+    // The group of the last real response, and its usage.
+    let mut last_real: Option<(usize, Usage)> = None;
     for (n, item) in items.into_iter().enumerate() {
         match item {
             LiveItem::Assistant(m) => {
-                if !m.is_synthetic() {
+                let real = !m.is_synthetic();
+                if real {
                     out.model = Some(m.model.clone());
                 }
                 // A response without an id is its own response.
@@ -155,6 +197,10 @@ pub fn to_model_messages(items: Vec<LiveItem>) -> ModelConversation {
                     });
                     groups.len() - 2
                 });
+                // A line without a usage says nothing of the context's size.
+                if real && m.usage != Usage::default() {
+                    last_real = Some((at, m.usage.clone()));
+                }
                 // A tool id must be unique in a conversation; a result belongs in a user
                 // message. Either kind of damage is dropped. The blocks are filtered in
                 // place and the vector handed over whole when the response is new, so a
@@ -235,9 +281,16 @@ pub fn to_model_messages(items: Vec<LiveItem>) -> ModelConversation {
     }
 
     let mut messages: Vec<Message> = Vec::new();
-    for g in groups.into_iter().filter(|g| !g.blocks.is_empty()) {
-        push_merged(&mut messages, g.role, g.blocks);
+    let last_real_group = last_real.as_ref().map(|(at, _)| *at);
+    for (i, g) in groups.into_iter().enumerate() {
+        if !g.blocks.is_empty() {
+            push_merged(&mut messages, g.role, g.blocks);
+        }
+        if Some(i) == last_real_group {
+            out.usage_covers = messages.len();
+        }
     }
+    out.last_usage = last_real.map(|(_, usage)| usage);
     if last_line == Some(true) {
         out.interrupted = true;
         push_merged(

@@ -23,8 +23,8 @@ mod permission_updates;
 mod tasks;
 pub(crate) use self::permission_updates::apply_permission_updates;
 mod small_model;
-mod web_search;
 mod ui_ops;
+mod web_search;
 pub(crate) use crate::record;
 pub(crate) mod tool_services;
 
@@ -485,8 +485,9 @@ impl Engine {
 
     /// Adds the MCP servers an SDK client sends in `initialize`'s `mcpServers` and starts
     /// them. In-process SDK servers (`"type": "sdk"`) cannot be reached from here and are
-    /// skipped; what is skipped or does not parse comes back as one line each.
-    pub fn add_sdk_mcp_servers(&self, servers: &Value) -> Vec<String> {
+    /// skipped; what is skipped comes back as one line each. `Err`: the configuration
+    /// as a whole does not parse, and no server was taken.
+    pub fn add_sdk_mcp_servers(&self, servers: &Value) -> Result<Vec<String>, String> {
         let mut problems = Vec::new();
         let mut servers = servers.clone();
         if let Some(map) = servers.as_object_mut() {
@@ -513,9 +514,9 @@ impl Engine {
                     })
                     .collect(),
             ),
-            Err(e) => problems.push(format!("MCP configuration: {e}")),
+            Err(e) => return Err(format!("MCP configuration: {e}")),
         }
-        problems
+        Ok(problems)
     }
 
     /// Every MCP server's status as the control request `mcp_status` answers it:

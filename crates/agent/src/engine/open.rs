@@ -124,6 +124,11 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     // The conversation and the model (COMPAT: a resumed session keeps its model).
     let mut conversation = loaded.as_mut().map(LoadedSession::model_messages);
     let resumed_interrupted = conversation.as_ref().is_some_and(|c| c.interrupted);
+    // Issue 13: the context size a resumed session starts from is the last response's
+    // count (as the reference agent reports it), not an estimate of the whole history.
+    let resumed_usage = conversation
+        .as_ref()
+        .and_then(|c| c.last_usage.clone().map(|u| (u, c.usage_covers)));
     let model = options
         .model
         .clone()
@@ -197,6 +202,21 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     if let Some(conversation) = conversation.take() {
         // Moved, not copied: a resumed conversation can be tens of megabytes.
         initial.messages = conversation.messages.into_iter().map(Arc::new).collect();
+    }
+    if let Some((usage, _)) = &resumed_usage {
+        // The model `Inner::model` will report (the window depends on it).
+        let model = initial
+            .main_loop_model
+            .as_ref()
+            .map(|m| m.to_string())
+            .or_else(|| initial.settings.model.clone())
+            .or_else(|| options.provider.default_model().map(str::to_owned))
+            .unwrap_or_default();
+        initial.context_usage = crate::query::LongSession::usage_for(
+            &initial,
+            &model,
+            crate::context_window::usage_tokens(usage),
+        );
     }
     if let Some(loaded) = &mut loaded {
         // SP-3: the file-history domain is rebuilt from the live branch's snapshots.
@@ -412,6 +432,9 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     warnings.extend(prompt.warnings().iter().cloned());
     let long =
         crate::query::LongSession::new(prompt, options.max_thinking_tokens, layout.transcript());
+    if let Some((_, covers)) = resumed_usage {
+        long.counted(covers);
+    }
 
     // The settings' model is read from the store at each request (it may change).
     let default_model = options.provider.default_model().map(str::to_owned);

@@ -12,6 +12,13 @@
 //! an empty matcher, `*` or none matches everything. A registration that cannot be used
 //! (an unknown event, a matcher that is not a valid expression, a command that is not a
 //! string) is reported once with where it is and skipped: the others still run.
+//!
+//! `onFailure` (on a command hook, or on a callback matcher group) says what a hook that
+//! fails does: `"continue"` (the default) reports it and lets the action go ahead;
+//! `"block"` counts the failure as a block, as exit code 2 would, so the tool call, prompt
+//! or permission request the event guards is refused — a guard that cannot answer fails
+//! closed. A value other than those two is reported and read as `"block"`, for the same
+//! reason.
 
 use std::time::Duration;
 
@@ -90,6 +97,17 @@ pub enum HookAction {
     },
 }
 
+/// What a hook that fails (cannot start, times out, exits with a code other than 0 or 2,
+/// prints JSON that does not parse; a callback the client answers with an error) does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Reported; the action goes ahead.
+    #[default]
+    Continue,
+    /// Counts as a block of the action the event guards.
+    Block,
+}
+
 /// A hook with the matcher that selects it.
 #[derive(Clone, Debug)]
 pub struct Registration {
@@ -101,6 +119,8 @@ pub struct Registration {
     pub action: HookAction,
     /// How long it may take.
     pub timeout: Duration,
+    /// What its failure does.
+    pub on_failure: OnFailure,
 }
 
 /// Reads the `hooks` object of a settings file (`origin` names the file in problems).
@@ -140,6 +160,7 @@ pub fn from_settings(hooks: &Value, origin: &str) -> (Vec<Registration>, Vec<Str
                         command: command.to_owned(),
                     },
                     timeout: timeout(hook),
+                    on_failure: on_failure(hook, &at, problems),
                 });
             }
         },
@@ -160,6 +181,7 @@ pub fn from_initialize(hooks: &Value) -> (Vec<Registration>, Vec<String>) {
                 problems.push(format!("{at}: expected \"hookCallbackIds\": [ … ]"));
                 return;
             };
+            let on_failure = on_failure(group, at, problems);
             for id in ids {
                 let Some(id) = id.as_str() else {
                     problems.push(format!("{at}: a hook callback id must be a string"));
@@ -172,6 +194,7 @@ pub fn from_initialize(hooks: &Value) -> (Vec<Registration>, Vec<String>) {
                         callback_id: id.to_owned(),
                     },
                     timeout: timeout(group),
+                    on_failure,
                 });
             }
         },
@@ -215,6 +238,23 @@ fn each_group(
                 Ok(matcher) => f(event, &matcher, group, &at, problems),
                 Err(e) => problems.push(format!("{at}: {e}")),
             }
+        }
+    }
+}
+
+/// A registration's `onFailure`; a value that is not `"continue"` or `"block"` is
+/// reported and read as `"block"` (fail closed).
+fn on_failure(value: &Value, at: &str, problems: &mut Vec<String>) -> OnFailure {
+    match value.get("onFailure") {
+        None | Some(Value::Null) => OnFailure::Continue,
+        Some(Value::String(s)) if s == "continue" => OnFailure::Continue,
+        Some(Value::String(s)) if s == "block" => OnFailure::Block,
+        Some(other) => {
+            problems.push(format!(
+                "{at}: \"onFailure\" must be \"continue\" or \"block\", not {other}; \
+                 read as \"block\""
+            ));
+            OnFailure::Block
         }
     }
 }

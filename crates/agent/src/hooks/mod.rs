@@ -17,8 +17,9 @@
 //! A project's own hooks run only in a project the user trusted ([`trust`]).
 //!
 //! A hook that fails, cannot start or times out is reported (a warning, and in the
-//! outcome's `errors`) and never blocks or hangs the turn: every run is bounded by its
-//! timeout and by the turn's cancellation. With `--include-hook-events` each run is
+//! outcome's `errors`) and never hangs the turn: every run is bounded by its timeout and
+//! by the turn's cancellation. It blocks only when registered with `onFailure: "block"`
+//! ([`config::OnFailure`]). With `--include-hook-events` each run is
 //! announced as `system/hook_started` and `system/hook_response` messages.
 //!
 //! These are not the engine's `SessionHooks`/`ToolHooks` (the services a tool reaches
@@ -39,7 +40,7 @@ use serde_json::{Map, Value, json};
 use strata_protocol::sdk::{HookResponseMessage, HookStartedMessage, SdkMessage, SystemMessage};
 use tokio_util::sync::CancellationToken;
 
-use self::config::{HookAction, Registration};
+use self::config::{HookAction, OnFailure, Registration};
 pub use self::outcome::{HookOutcome, HookPermission, PromptDecision};
 use crate::query::ports::EventSink;
 use crate::sync::lock;
@@ -114,6 +115,12 @@ impl HookEvent {
     }
 
     /// Whether plain stdout of a successful command hook is context for the model.
+    /// Whether a hook set to `onFailure: "block"` blocks when it fails: not on the
+    /// events that end something (there is nothing left to refuse).
+    fn failure_can_block(self) -> bool {
+        !matches!(self, Self::Stop | Self::SubagentStop | Self::SessionEnd)
+    }
+
     fn stdout_is_context(self) -> bool {
         matches!(self, Self::UserPromptSubmit | Self::SessionStart)
     }
@@ -252,7 +259,17 @@ impl Hooks {
                 tracing::warn!("{error}");
             }
             self.announce_end(&hook_id, &name, event, session, &ran);
-            combined.merge(ran.outcome);
+            let mut outcome = ran.outcome;
+            if registration.on_failure == OnFailure::Block
+                && event.failure_can_block()
+                && outcome.blocked.is_none()
+                && let Some(error) = outcome.errors.first()
+            {
+                outcome.blocked = Some(format!(
+                    "{error} (the hook is set to block when it fails: \"onFailure\": \"block\")"
+                ));
+            }
+            combined.merge(outcome);
         }
         combined
     }

@@ -63,7 +63,8 @@ pub struct HookOutcome {
     pub system_messages: Vec<String>,
     /// PermissionRequest's decision.
     pub prompt_decision: Option<PromptDecision>,
-    /// Hooks that failed or timed out, one line each (reported; nothing blocked).
+    /// Hooks that failed or timed out, one line each (reported; they block only when set
+    /// to `onFailure: "block"`).
     pub errors: Vec<String>,
 }
 
@@ -181,10 +182,15 @@ pub(crate) fn from_command(
     match exit_code {
         0 => {
             let trimmed = stdout.trim();
-            if trimmed.starts_with('{')
-                && let Ok(value) = serde_json::from_str::<Value>(trimmed)
-            {
-                return from_json(&value);
+            if trimmed.starts_with('{') {
+                return match serde_json::from_str::<Value>(trimmed) {
+                    Ok(value) => from_json(&value),
+                    // Meant as a decision but unreadable: a failure, not context.
+                    Err(e) => HookOutcome {
+                        errors: vec![format!("{name} hook printed JSON that does not parse: {e}")],
+                        ..HookOutcome::default()
+                    },
+                };
             }
             let mut out = HookOutcome::default();
             if stdout_is_context && !trimmed.is_empty() {

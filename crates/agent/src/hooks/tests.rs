@@ -167,3 +167,101 @@ async fn pre_compact_and_notification_pass_their_matcher_values() {
     assert_eq!(calls[0].1["trigger"], "auto");
     assert_eq!(calls[1].1["message"], "Bash needs approval");
 }
+
+/// A callback the client answers with an error.
+struct Failing;
+
+impl HookCallbacks for Failing {
+    fn call(&self, _id: &str, _input: Value, _tool_use_id: Option<String>) -> CallbackFuture<'_> {
+        Box::pin(async { Err("the host's callback threw".to_owned()) })
+    }
+}
+
+async fn pre_tool_use(hooks: &Hooks, dir: &std::path::Path) -> HookOutcome {
+    hooks
+        .run(
+            HookEvent::PreToolUse,
+            Some("Bash"),
+            &session(dir),
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+            Some("toolu_1"),
+            &CancellationToken::new(),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_failing_command_hook_set_to_block_blocks_and_one_set_to_continue_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    for (command, on_failure, blocks) in [
+        ("echo broken >&2; exit 1", "block", true),
+        ("echo broken >&2; exit 1", "continue", false),
+        ("echo '{not json'", "block", true),
+        ("sleep 5", "block", true),
+        ("exit 0", "block", false),
+    ] {
+        let hooks = hooks(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{
+            "type": "command", "command": command, "timeout": 0.3, "onFailure": on_failure}]}]}));
+        let out = pre_tool_use(&hooks, dir.path()).await;
+        assert_eq!(
+            out.blocked.is_some(),
+            blocks,
+            "{command} {on_failure}: {out:?}"
+        );
+        if blocks {
+            assert!(
+                out.blocked.as_deref().unwrap().contains("onFailure"),
+                "the reason says why: {out:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_failing_callback_blocks_only_where_its_matcher_says_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = Hooks::new();
+    let problems = hooks.register_callbacks(
+        &json!({"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["cb0"], "onFailure": "block"}],
+                "Stop": [{"hookCallbackIds": ["cb1"], "onFailure": "block"}]}),
+        Arc::new(Failing),
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+    let out = pre_tool_use(&hooks, dir.path()).await;
+    assert!(
+        out.blocked
+            .as_deref()
+            .is_some_and(|b| b.contains("the host's callback threw")),
+        "{out:?}"
+    );
+    // Stop ends the turn anyway: a failure there is reported, nothing is refused.
+    let stop = hooks
+        .run(
+            HookEvent::Stop,
+            None,
+            &session(dir.path()),
+            json!({}),
+            None,
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        stop.blocked.is_none() && !stop.errors.is_empty(),
+        "{stop:?}"
+    );
+}
+
+#[test]
+fn an_on_failure_value_that_is_not_known_is_reported_and_read_as_block() {
+    let (regs, problems) = config::from_settings(
+        &json!({"PreToolUse": [{"hooks": [{"type": "command", "command": "true",
+            "onFailure": "ignore"}]}]}),
+        "settings.json",
+    );
+    assert_eq!(regs[0].on_failure, config::OnFailure::Block);
+    assert!(
+        problems[0].contains("settings.json.PreToolUse[0].hooks[0]")
+            && problems[0].contains("\"onFailure\""),
+        "{problems:?}"
+    );
+}

@@ -164,7 +164,9 @@ pub(super) async fn pre_tool_use(
     .await
 }
 
-/// PermissionRequest for one call about to be asked.
+/// PermissionRequest for one call about to be asked. A hook that blocks (exit code 2,
+/// or a failure of a hook set to `onFailure: "block"`) denies the request, with its
+/// reason for the model.
 pub(super) async fn permission_request(
     inner: &TurnContext<'_>,
     tool_name: &str,
@@ -172,7 +174,7 @@ pub(super) async fn permission_request(
     tool_use_id: &str,
     cancel: &CancellationToken,
 ) -> HookOutcome {
-    run_tool_event(
+    let mut outcome = run_tool_event(
         inner,
         HookEvent::PermissionRequest,
         tool_name,
@@ -181,7 +183,16 @@ pub(super) async fn permission_request(
         None,
         cancel,
     )
-    .await
+    .await;
+    if outcome.prompt_decision.is_none()
+        && let Some(reason) = &outcome.blocked
+    {
+        outcome.prompt_decision = Some(crate::hooks::PromptDecision::Deny {
+            message: reason.clone(),
+            interrupt: false,
+        });
+    }
+    outcome
 }
 
 /// PostToolUse (or PostToolUseFailure when `failed`) for one call that ran: text to

@@ -22,7 +22,10 @@
 //! sent to the client as `can_use_tool` requests (`--permission-prompt-tool stdio`, what
 //! the reference SDKs pass when their user gives a permission callback), `"none"` when
 //! calls that need approval are denied and listed in the result's `permission_denials`.
-//! It also reads what the SDKs put in it: `systemPrompt` and `appendSystemPrompt` (they
+//! It says `hook_on_failure_supported: true` (hook matchers' `onFailure: "block"` is
+//! honoured, so a host that relies on it may go on), `hooks_applied` when the request
+//! carried hooks, and `mcp_servers_applied` when it carried MCP servers (they were taken;
+//! each one's connection is reported by `mcp_status`). It also reads what the SDKs put in it: `systemPrompt` and `appendSystemPrompt` (they
 //! replace the flags' values), `hooks` (callbacks registered by id, called back with
 //! `hook_callback` requests: [`super::callbacks`]), `agents` (agent types for the Agent
 //! tool) and `mcpServers` (servers started at once).
@@ -80,18 +83,7 @@ impl Controller {
     ) -> ControlResponse {
         let id = request.request_id;
         let outcome = match request.request {
-            ControlRequestBody::Initialize { hooks, extra } => {
-                // Only the first initialize counts (a second one is refused below).
-                if let Some(servers) = extra
-                    .get("mcpServers")
-                    .filter(|v| !v.is_null() && !self.initialized)
-                {
-                    for problem in self.engine.add_sdk_mcp_servers(servers) {
-                        super::warn(format_args!("{problem}"));
-                    }
-                }
-                self.initialize(hooks, &extra)
-            }
+            ControlRequestBody::Initialize { hooks, extra } => self.initialize(hooks, &extra),
             ControlRequestBody::Interrupt => {
                 if let Some(turn) = turn {
                     turn.cancel();
@@ -202,6 +194,26 @@ impl Controller {
         let system_prompt = text("systemPrompt")?;
         let append = text("appendSystemPrompt")?;
         self.initialized = true;
+        // `mcp_servers_applied`: whether the servers were taken (not whether each one
+        // connects; their status is in `mcp_status`). The SDKs read an absent field as
+        // "not applied".
+        let mcp_applied =
+            extra
+                .get("mcpServers")
+                .filter(|v| !v.is_null())
+                .map(|servers| match self.engine.add_sdk_mcp_servers(servers) {
+                    Ok(problems) => {
+                        for problem in problems {
+                            super::warn(format_args!("{problem}"));
+                        }
+                        true
+                    }
+                    Err(problem) => {
+                        super::warn(format_args!("{problem}"));
+                        false
+                    }
+                });
+        let mut hooks_applied = None;
         if system_prompt.is_some() || append.is_some() {
             self.engine.set_system_prompt(system_prompt, append);
         }
@@ -211,10 +223,14 @@ impl Controller {
                     for problem in runtime.register_callbacks(&hooks, Arc::clone(callbacks)) {
                         super::warn(format_args!("{problem}"));
                     }
+                    hooks_applied = Some(true);
                 }
-                _ => super::warn(format_args!(
-                    "hook callbacks registered at initialize cannot be called in this session"
-                )),
+                _ => {
+                    super::warn(format_args!(
+                        "hook callbacks registered at initialize cannot be called in this session"
+                    ));
+                    hooks_applied = Some(false);
+                }
             }
         }
         // The host's agent types join the session's (the SDKs send them here, not as
@@ -246,7 +262,7 @@ impl Controller {
                 "description": "the provider's default model",
             }));
         }
-        Ok(Some(json!({
+        let mut reply = json!({
             "commands": commands,
             "output_style": init.output_style,
             "available_output_styles": [init.output_style],
@@ -266,7 +282,16 @@ impl Controller {
                 .collect::<Vec<_>>(),
             "account": {"apiKeySource": init.api_key_source},
             "permission_prompts": if self.prompts_to_client { "stdio" } else { "none" },
-        })))
+            // Hook matchers' `onFailure: "block"` is honoured (`hooks::config::OnFailure`).
+            "hook_on_failure_supported": true,
+        });
+        if let Some(applied) = hooks_applied {
+            reply["hooks_applied"] = json!(applied);
+        }
+        if let Some(applied) = mcp_applied {
+            reply["mcp_servers_applied"] = json!(applied);
+        }
+        Ok(Some(reply))
     }
 }
 
