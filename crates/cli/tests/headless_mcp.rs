@@ -467,3 +467,71 @@ async fn a_deny_rule_naming_the_server_hides_all_its_tools() {
     );
     assert!(names.contains(&"Bash".to_owned()));
 }
+
+/// Item 5: a sub-agent gets the parent's MCP tools only when its definition's `tools`
+/// list admits them (`mcp__server` admits the server's tools).
+#[tokio::test]
+async fn a_subagent_gets_mcp_tools_only_when_its_definition_allows_them() {
+    if !node() {
+        return;
+    }
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    let agents = json!({
+        "narrow": {"description": "reads only", "prompt": "You are NARROW.", "tools": ["Read"]},
+        "wide": {"description": "reads and uses crashy", "prompt": "You are WIDE.",
+                 "tools": ["Read", "mcp__crashy"]},
+    })
+    .to_string();
+    server.push_for_system("You are NARROW.", Reply::new().text("narrow done"));
+    server.push_for_system("You are WIDE.", Reply::new().text("wide done"));
+    server.push(Reply::new().tool_use(
+        "toolu_1",
+        "Agent",
+        json!({"description": "narrow look", "prompt": "look", "subagent_type": "narrow"}),
+    ));
+    server.push(Reply::new().tool_use(
+        "toolu_2",
+        "Agent",
+        json!({"description": "wide look", "prompt": "look", "subagent_type": "wide"}),
+    ));
+    server.push(Reply::new().text("both answered"));
+    let cfg = config(json!({"crashy": {"command": "node", "args": [crashy()]}}));
+    let run = env
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                // Naming the server makes the turn wait for its tools.
+                "ask both; mcp__crashy may help",
+                "--mcp-config",
+                &cfg,
+                "--agents",
+                &agents,
+                "--allowedTools",
+                "Agent",
+                "--output-format",
+                "json",
+            ],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.result()["result"], "both answered");
+    let requests = server.requests();
+    let tools_of = |needle: &str| {
+        let request = requests
+            .iter()
+            .find(|r| r.system_text().contains(needle))
+            .unwrap_or_else(|| panic!("no request of the {needle} agent"));
+        tool_names(&request.json())
+    };
+    // The main agent has the server's tools (so the sub-agents could have been given them).
+    assert!(tool_names(&requests[0].json()).contains(&"mcp__crashy__ok".to_owned()));
+    let narrow = tools_of("You are NARROW.");
+    assert_eq!(narrow, ["Read"], "{narrow:?}");
+    let wide = tools_of("You are WIDE.");
+    assert!(
+        wide.contains(&"Read".to_owned()) && wide.contains(&"mcp__crashy__ok".to_owned()),
+        "{wide:?}"
+    );
+}
