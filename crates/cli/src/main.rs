@@ -30,7 +30,7 @@ fn main() -> std::process::ExitCode {
     // exit. Failing here (a kernel without subreapers) only loses that second line.
     let _ = strata_agent::procs::adopt_orphans();
     let cli = args::Cli::parse();
-    init_logging();
+    init_logging(&cli.agent.sdk);
     // Every way out of `run` — an answer, an error, a panic (on this thread, or in the
     // turn's task and surfacing here) — stops the tools' processes before exiting.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
@@ -44,19 +44,62 @@ fn main() -> std::process::ExitCode {
 /// Warnings from every layer (a retried request, a settings file that cannot be used,
 /// a side effect that failed) go to stderr, so a run that waits or degrades says why;
 /// stdout stays the command's output. `STRATA_LOG` sets the level (`STRATA_LOG=debug`).
-fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("STRATA_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    // Fails only if a subscriber is already set, which nothing else does.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+///
+/// The reference CLI's debug flags: `--debug` and `--debug-to-stderr` put strata's debug
+/// events (each model request and response, tool call, permission decision, hook run,
+/// MCP connection) on stderr; `--debug-file <path>` appends them to that file instead,
+/// with times, while stderr keeps the warnings. `STRATA_LOG` still decides what reaches
+/// stderr when it is set.
+fn init_logging(sdk: &args::SdkArgs) {
+    use tracing_subscriber::{
+        EnvFilter, Layer, fmt, layer::SubscriberExt, util::SubscriberInitExt,
+    };
+    let debug_on_stderr = sdk.debug_to_stderr || (sdk.debug.is_some() && sdk.debug_file.is_none());
+    let stderr_filter = EnvFilter::try_from_env("STRATA_LOG").unwrap_or_else(|_| {
+        EnvFilter::new(if debug_on_stderr {
+            DEBUG_FILTER
+        } else {
+            "warn"
+        })
+    });
+    let stderr = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .with_target(false)
         .compact()
+        .with_filter(stderr_filter);
+    let file = sdk.debug_file.as_ref().and_then(|path| {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(file) => Some(file),
+            Err(e) => {
+                eprintln!("strata: --debug-file {path}: {e}; debug output is not written");
+                None
+            }
+        }
+    });
+    let file = file.map(|file| {
+        fmt::layer()
+            .with_writer(std::sync::Mutex::new(file))
+            .with_ansi(false)
+            .with_filter(EnvFilter::new(DEBUG_FILTER))
+    });
+    // Fails only if a subscriber is already set, which nothing else does.
+    let _ = tracing_subscriber::registry()
+        .with(stderr)
+        .with(file)
         .try_init();
 }
+
+/// Debug events of strata's own crates; warnings only from the libraries beneath (their
+/// debug output is the HTTP and TLS machinery's, not the session's).
+const DEBUG_FILTER: &str = "warn,strata=debug,strata_agent=debug,strata_mcp=debug,\
+strata_session=debug,strata_state=debug,strata_store=debug,strata_config=debug,\
+strata_remote=debug,strata_tui=debug,strata_bootstrap=debug,strata_protocol=debug";
 
 fn run(cli: args::Cli) -> anyhow::Result<()> {
     match cli.command {

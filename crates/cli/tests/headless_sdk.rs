@@ -536,3 +536,44 @@ async fn tools_names_the_only_tools_offered_empty_none_and_default_all() {
         .collect();
     assert_eq!(offered.len(), 2, "{offered:?}");
 }
+
+/// `--debug-file` appends strata's debug events (requests, responses, tool calls) to the
+/// file and keeps them off stderr; `--debug-to-stderr` puts them on stderr.
+#[tokio::test]
+async fn debug_file_gets_the_debug_events_and_debug_to_stderr_prints_them() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_1", "Bash", json!({"command": "true"})));
+    server.push(Reply::new().text("done"));
+    let log = env.proj.join("strata-debug.log");
+    let log_flag = format!("--debug-file={}", log.display());
+    let run = env
+        .run(
+            Some(&server),
+            &["-p", "go", "--allowedTools", "Bash", &log_flag],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let text = std::fs::read_to_string(&log).unwrap();
+    for event in [
+        "model request",
+        "model response",
+        "tool call",
+        "permission decision",
+    ] {
+        assert!(text.contains(event), "{event}: {text}");
+    }
+    assert!(text.contains("Bash"), "{text}");
+    assert!(!run.stderr.contains("model request"), "{}", run.stderr);
+
+    server.push(Reply::new().text("again"));
+    let run = env
+        .run(Some(&server), &["-p", "hi", "--debug-to-stderr"])
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("model request"), "{}", run.stderr);
+    assert!(
+        !run.stdout.contains("model request"),
+        "stdout stays the answer"
+    );
+}

@@ -347,6 +347,7 @@ impl McpManager {
                                     attempts = 0;
                                     was_connected = true;
                                     self.set_status(name, McpConnectionStatus::Connected, 0);
+                                    tracing::debug!(server = name, "MCP server connected");
                                     let token = connection.running.cancellation_token();
                                     tokio::select! {
                                         () = stop.cancelled() => {

@@ -258,6 +258,13 @@ impl Hooks {
             for error in &ran.outcome.errors {
                 tracing::warn!("{error}");
             }
+            tracing::debug!(
+                hook = %name,
+                status = ran.status,
+                exit_code = ?ran.exit_code,
+                blocked = ?ran.outcome.blocked,
+                "hook ran"
+            );
             self.announce_end(&hook_id, &name, event, session, &ran);
             let mut outcome = ran.outcome;
             if registration.on_failure == OnFailure::Block

@@ -228,6 +228,12 @@ async fn clear(
         },
     };
     let tracking = record_outcome(inner, denied.is_some());
+    tracing::debug!(
+        tool = %tool_use.name,
+        id = %tool_use.id,
+        denied = ?denied,
+        "permission decision"
+    );
     if let Some(reason) = denied {
         run.denials.push(PermissionDenial {
             tool_name: tool_use.name.clone(),
@@ -315,12 +321,22 @@ async fn run_batch(
     let results = join_all(batch.into_iter().map(|c| async move {
         // The Agent tool runs a sub-agent through this same loop (crate::agents): it needs
         // the turn, which a plain tool call does not see.
-        if crate::agents::is_agent_tool(&c.name) {
-            let (output, totals) = inner.agents.run_call(inner, c.call).await;
-            return (c.index, output, totals);
-        }
-        let output = inner.tools.call(&c.name, c.call, ctx).await;
-        (c.index, output, None)
+        let call_started = Instant::now();
+        let id = c.call.id.clone();
+        let (output, totals) = if crate::agents::is_agent_tool(&c.name) {
+            inner.agents.run_call(inner, c.call).await
+        } else {
+            (inner.tools.call(&c.name, c.call, ctx).await, None)
+        };
+        tracing::debug!(
+            tool = %c.name,
+            id = %id,
+            is_error = output.is_error,
+            output_chars = output.content.len(),
+            ms = call_started.elapsed().as_millis() as u64,
+            "tool call"
+        );
+        (c.index, output, totals)
     }))
     .await;
     inner.bootstrap.add_tool_duration(started.elapsed());

@@ -475,6 +475,15 @@ async fn stream_response(
     };
     let sent_messages = state.messages.len();
     drop(state);
+    tracing::debug!(
+        provider = inner.provider.name(),
+        model = %request.model,
+        messages = request.messages.len(),
+        tools = request.tools.len(),
+        system_chars = request.system.len(),
+        thinking_budget = ?request.thinking_budget,
+        "model request"
+    );
     let started = Instant::now();
     let mut stream = inner.provider.stream(request, cancel.clone());
     let mut acc = MessageAccumulator::new();
@@ -522,6 +531,18 @@ async fn stream_response(
     } = lines;
     let elapsed = started.elapsed();
     run.api += elapsed;
+    tracing::debug!(
+        id = acc.id(),
+        complete = acc.is_complete(),
+        stop_reason = ?acc.partial().stop_reason,
+        blocks = done.len(),
+        input_tokens = acc.usage().input_tokens,
+        cache_read = acc.usage().cache_read_input_tokens.unwrap_or(0),
+        output_tokens = acc.usage().output_tokens,
+        ms = elapsed.as_millis() as u64,
+        error = ?outcome.as_ref().err(),
+        "model response"
+    );
     if acc.is_complete() {
         run.stop_reason = acc
             .partial()

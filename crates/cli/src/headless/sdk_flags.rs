@@ -22,7 +22,9 @@
 //! | `--json-schema` | structured output: the answer validated, `structured_output` in the result |
 //! | `--agents` | agent types for the Agent tool (JSON), over the agent files' |
 //! | `--thinking`, `--thinking-display`, `--effort`, `--task-budget`, `--agent`, `--project-config-root`, `--plugin-dir-no-mcp`, `--resume-session-at`, `--resume-drops-turn`, `--session-mirror`, `--initialize-fields`, `--managed-settings[-in-initialize]`, `--permission-prompts`, `--channels` (the TypeScript SDK's newer flags) | reported |
-//! | `--betas`, `--debug`, `--debug-file`, `--debug-to-stderr`, `--plugin-dir`, `--replay-user-messages` | reported |
+//! | `--debug`, `--debug-to-stderr` | strata's debug events on stderr (a category filter is reported: not applied) |
+//! | `--debug-file` | strata's debug events appended to the file |
+//! | `--betas`, `--plugin-dir`, `--replay-user-messages` | reported |
 
 use std::sync::Arc;
 
@@ -122,26 +124,18 @@ pub(crate) fn read(args: SdkArgs) -> Result<SdkSetup, Failure> {
                 .collect(),
         );
     }
-    let simple: [(&str, bool, &str); 6] = [
+    let simple: [(&str, bool, &str); 4] = [
         (
             "--betas",
             !args.betas.is_empty(),
             "no beta headers are sent",
         ),
+        // `--debug`, `--debug-file` and `--debug-to-stderr` are honoured (main.rs's
+        // logging); only the category filter is not.
         (
             "--debug",
-            args.debug.is_some(),
-            "use STRATA_LOG=debug for debug output on stderr",
-        ),
-        (
-            "--debug-file",
-            args.debug_file.is_some(),
-            "debug output goes to stderr (STRATA_LOG)",
-        ),
-        (
-            "--debug-to-stderr",
-            args.debug_to_stderr,
-            "use STRATA_LOG=debug",
+            args.debug.as_deref().is_some_and(|f| !f.trim().is_empty()),
+            "debug categories are not filtered: all of strata's debug events are written",
         ),
         (
             "--plugin-dir",
