@@ -69,19 +69,18 @@ fn init_logging(sdk: &args::SdkArgs) {
         .with_target(false)
         .compact()
         .with_filter(stderr_filter);
-    let file = sdk.debug_file.as_ref().and_then(|path| {
-        match std::fs::OpenOptions::new()
+    let opened = sdk.debug_file.as_ref().map(|path| {
+        std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-        {
-            Ok(file) => Some(file),
-            Err(e) => {
-                eprintln!("strata: --debug-file {path}: {e}; debug output is not written");
-                None
-            }
-        }
+            .map_err(|e| format!("--debug-file {path}: {e}; debug output is not written"))
     });
+    let (file, problem) = match opened {
+        Some(Ok(file)) => (Some(file), None),
+        Some(Err(problem)) => (None, Some(problem)),
+        None => (None, None),
+    };
     let file = file.map(|file| {
         fmt::layer()
             .with_writer(std::sync::Mutex::new(file))
@@ -93,6 +92,9 @@ fn init_logging(sdk: &args::SdkArgs) {
         .with(stderr)
         .with(file)
         .try_init();
+    if let Some(problem) = problem {
+        tracing::warn!("{problem}");
+    }
 }
 
 /// Debug events of strata's own crates; warnings only from the libraries beneath (their
