@@ -263,6 +263,30 @@ const cases = [
     assert(reqs[0].tools.some((t) => t.name === "StructuredOutput"), "the StructuredOutput tool is offered");
     assert(JSON.stringify(reqs[1].messages.at(-1)).includes("/city"), "the mismatch is explained");
   }],
+  // The SDK sends `mcpServers` in `initialize` by default and reads an absent
+  // `mcp_servers_applied` as "not applied".
+  ["MCP servers sent in initialize", [
+    { tool_use: { id: "toolu_m1", name: "mcp__crashy__ok", input: {} } },
+    { text: "it said fine" },
+  ], async (mock) => {
+    const crashy = join(process.env.STRATA_MCP_FIXTURES, "crashy.js");
+    const q = query({
+      prompt: "call mcp__crashy__ok",
+      options: mock.options({
+        mcpServers: { crashy: { command: "node", args: [crashy] } },
+        allowedTools: ["mcp__crashy"],
+      }),
+    });
+    const init = await q.initializationResult();
+    assert(init.mcp_servers_applied === true, JSON.stringify(init));
+    assert(init.hook_on_failure_supported === true, JSON.stringify(init));
+    const out = [];
+    for await (const m of q) out.push(m);
+    assert(textOf(out) === "it said fine", textOf(out));
+    const reqs = await mock.requests();
+    assert(reqs[0].tools.some((t) => t.name === "mcp__crashy__ok"), "the server's tools are offered");
+    assert(JSON.stringify(reqs[1].messages.at(-1)).includes("fine"), "the MCP tool's answer reached the model");
+  }],
   ["fallback model on overload", [
     { error: { status: 529, type: "overloaded_error", message: "Overloaded" } },
     { text: "from the spare" },

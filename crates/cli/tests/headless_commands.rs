@@ -125,13 +125,30 @@ async fn a_custom_command_runs_with_its_arguments_context_and_files_and_its_rule
     let done = s.finish().await;
     assert_eq!(done.code, Some(0), "{}", done.stderr);
 
-    // The transcript keeps the reference's command tag.
+    // The transcript records the invocation as the reference does, in two lines: the
+    // command tag as the prompt (a plain string), then the expanded text as its `isMeta`
+    // child.
     let (_, lines) = env.transcripts().pop().unwrap();
+    let tag = lines
+        .iter()
+        .find(|l| l["type"] == "user" && l.to_string().contains("<command-name>/review"))
+        .expect("the command tag is recorded");
+    assert_eq!(
+        tag["message"]["content"],
+        "<command-message>review</command-message>\n<command-name>/review</command-name>\n\
+         <command-args>src/lib.rs errors</command-args>"
+    );
+    assert_ne!(tag["isMeta"], true, "the tag is what the user typed");
+    let expanded = lines
+        .iter()
+        .find(|l| l["parentUuid"] == tag["uuid"])
+        .expect("the expanded text follows the tag");
+    assert_eq!(expanded["type"], "user");
+    assert_eq!(expanded["isMeta"], true);
+    let text = expanded["message"]["content"][0]["text"].as_str().unwrap();
     assert!(
-        lines
-            .iter()
-            .any(|l| l["type"] == "user" && l.to_string().contains("<command-name>/review")),
-        "the command tag is recorded"
+        text.contains("Review src/lib.rs with a focus on errors."),
+        "{text}"
     );
 }
 

@@ -9,9 +9,12 @@
 //! shown in the middle of building a prompt, so anything that would ask is left out,
 //! with a note saying why (fail closed).
 //!
-//! The recorded prompt holds the reference agent's command tag
-//! (`<command-name>/name</command-name>` …) before the expanded text, so a transcript
-//! reads as the reference's does. The command's `allowed-tools` are allow rules of the
+//! The invocation is recorded as the reference agent records it, in two lines: the
+//! prompt line holds the command tag (`<command-message>name</command-message>`
+//! `<command-name>/name</command-name>` `<command-args>…</command-args>`, a plain
+//! string), and the expanded text follows it as an `isMeta` user line (the model reads
+//! it; the user did not type it). A transcript moved between the two programs reads the
+//! same in either. The command's `allowed-tools` are allow rules of the
 //! `command` source for its turn only, and its `model` is the model of that turn; both
 //! are put back when the turn ends ([`CommandTurn::finish`]).
 
@@ -73,13 +76,14 @@ impl CommandTurn {
 }
 
 impl Inner {
-    /// `prompt` expanded when it invokes a custom command, with what its turn changed;
-    /// any other prompt unchanged.
+    /// `prompt` expanded when it invokes a custom command: the prompt to record (the
+    /// command tag), the expanded text to record after it as meta lines, and what its
+    /// turn changed. Any other prompt comes back unchanged, with no meta lines.
     pub(super) async fn expand_custom_command(
         &self,
         prompt: Message,
         cancel: &CancellationToken,
-    ) -> (Message, CommandTurn) {
+    ) -> (Message, Vec<Message>, CommandTurn) {
         let text = match &prompt.content {
             MessageContent::Text(t) => t.clone(),
             MessageContent::Blocks(blocks) => blocks
@@ -89,36 +93,43 @@ impl Inner {
                 .join("\n"),
         };
         let Some((name, args)) = expand::parse_invocation(&text) else {
-            return (prompt, CommandTurn::default());
+            return (prompt, Vec::new(), CommandTurn::default());
         };
         // The engine's own slash prompts come first: a user file cannot replace them.
         if name == "compact" {
-            return (prompt, CommandTurn::default());
+            return (prompt, Vec::new(), CommandTurn::default());
         }
         let Some(command) = self.commands.get(name).cloned() else {
-            return (prompt, CommandTurn::default());
+            return (prompt, Vec::new(), CommandTurn::default());
         };
         let turn = self.begin_command_turn(&command);
         let body = expand::substitute(&command.body, args);
         let body = self.run_snippets(&body, cancel).await;
-        let mut blocks = vec![
-            ContentBlock::text(expand::command_tag(&command.name, args)),
-            ContentBlock::text(body.clone()),
-        ];
-        blocks.extend(
+        let mut expanded = vec![ContentBlock::text(body.clone())];
+        expanded.extend(
             self.attached_files(&body)
                 .into_iter()
                 .map(ContentBlock::text),
         );
+        let tag = expand::command_tag(&command.name, args);
         // Images or documents the client sent with the prompt stay with it.
-        if let MessageContent::Blocks(given) = &prompt.content {
-            blocks.extend(given.iter().filter(|b| b.as_text().is_none()).cloned());
-        }
-        let message = Message {
-            content: MessageContent::Blocks(blocks),
-            ..prompt
+        let given: Vec<ContentBlock> = match &prompt.content {
+            MessageContent::Blocks(blocks) => blocks
+                .iter()
+                .filter(|b| b.as_text().is_none())
+                .cloned()
+                .collect(),
+            MessageContent::Text(_) => Vec::new(),
         };
-        (message, turn)
+        let content = if given.is_empty() {
+            MessageContent::Text(tag)
+        } else {
+            let mut blocks = vec![ContentBlock::text(tag)];
+            blocks.extend(given);
+            MessageContent::Blocks(blocks)
+        };
+        let meta = Message::blocks(prompt.role, expanded);
+        (Message { content, ..prompt }, vec![meta], turn)
     }
 
     /// Adds the command's `allowed-tools` and sets its model, for its turn.

@@ -333,7 +333,7 @@ impl Engine {
     ) -> ResultMessage {
         let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
-        let (prompt, command_turn) = self.inner.expand_custom_command(prompt, &cancel).await;
+        let (prompt, meta, command_turn) = self.inner.expand_custom_command(prompt, &cancel).await;
         let prompt = self.inner.expand_mcp_prompt(prompt, &cancel).await;
         let tools = self.inner.turn_tools(&prompt).await;
         let agent = self.inner.root_agent(&cancel);
@@ -345,7 +345,8 @@ impl Engine {
                 crate::query::run_compact(&turn, instructions.as_deref(), cancel).await
             }
             None => {
-                let result = crate::query::run_turn(&turn, prompt, uuid, cancel.clone()).await;
+                let result =
+                    crate::query::run_turn(&turn, prompt, meta, uuid, cancel.clone()).await;
                 let result = self.hold_for_background(result, &tools, &cancel).await;
                 self.inner
                     .events

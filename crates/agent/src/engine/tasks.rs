@@ -60,7 +60,8 @@ impl Engine {
                 let prompt = notifications_prompt(&inner.agents.notifications().drain());
                 let agent = inner.root_agent(cancel);
                 let turn = inner.turn_context(tools, &agent);
-                let next = crate::query::run_turn(&turn, prompt, None, cancel.clone()).await;
+                let next =
+                    crate::query::run_turn(&turn, prompt, Vec::new(), None, cancel.clone()).await;
                 result = combine(result, next);
             }
         }

@@ -86,16 +86,18 @@ enum Outcome {
 }
 
 /// Runs `prompt` to the end of the turn and returns its `result` line (the engine emits
-/// it: a result may be held back while background agents finish).
+/// it: a result may be held back while background agents finish). `meta`: messages
+/// recorded right after the prompt as `isMeta` lines (a custom command's expanded text).
 pub(crate) async fn run_turn(
     inner: &TurnContext<'_>,
     prompt: Message,
+    meta: Vec<Message>,
     prompt_uuid: Option<String>,
     cancel: CancellationToken,
 ) -> ResultMessage {
     let started = Instant::now();
     let mut run = Run::default();
-    let outcome = run_to_end(inner, prompt, prompt_uuid, &cancel, &mut run).await;
+    let outcome = run_to_end(inner, prompt, meta, prompt_uuid, &cancel, &mut run).await;
     result_message(inner, outcome, run, started)
 }
 
@@ -128,7 +130,7 @@ pub(crate) async fn run_agent(
     cancel: &CancellationToken,
 ) -> AgentRun {
     let mut run = Run::default();
-    let outcome = run_to_end(inner, prompt, None, cancel, &mut run).await;
+    let outcome = run_to_end(inner, prompt, Vec::new(), None, cancel, &mut run).await;
     let failure = match outcome {
         Outcome::Success if run.errors.is_empty() => None,
         Outcome::Interrupted => Some(AgentFailure::Cancelled),
@@ -155,11 +157,12 @@ pub(crate) async fn run_agent(
 async fn run_to_end(
     inner: &TurnContext<'_>,
     prompt: Message,
+    meta: Vec<Message>,
     prompt_uuid: Option<String>,
     cancel: &CancellationToken,
     run: &mut Run,
 ) -> Outcome {
-    let outcome = match turn(inner, prompt, prompt_uuid, cancel, run).await {
+    let outcome = match turn(inner, prompt, meta, prompt_uuid, cancel, run).await {
         Ok(outcome) => outcome,
         Err(message) => {
             run.errors.push(message);
@@ -245,6 +248,7 @@ fn result_message(
 async fn turn(
     inner: &TurnContext<'_>,
     prompt: Message,
+    meta: Vec<Message>,
     chosen_uuid: Option<String>,
     cancel: &CancellationToken,
     run: &mut Run,
@@ -284,6 +288,19 @@ async fn turn(
         snapshot_files(inner, &prompt_uuid);
     }
     push_message(inner, prompt);
+    for message in meta {
+        inner
+            .recorder
+            .user(
+                message.clone(),
+                UserLine {
+                    is_meta: true,
+                    ..UserLine::default()
+                },
+            )
+            .map_err(|e| format!("the prompt could not be recorded: {e}"))?;
+        push_message(inner, message);
+    }
 
     let mut stop_continuations = 0u32;
     loop {
