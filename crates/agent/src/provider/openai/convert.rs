@@ -40,11 +40,22 @@ pub(super) fn request_body(
     };
     body.insert(limit.into(), json!(request.max_tokens));
     if !request.tools.is_empty() {
-        // Server tools are the Anthropic API's; a chat-completions server has none.
+        // Server tools (web search) are the Anthropic API's; a chat-completions server
+        // has none, so they are left out. strata's own callers (WebSearch) refuse with
+        // this provider before they build such a request; one that arrives anyway is
+        // dropped with a note in the log rather than sent as a function the model could
+        // call and nobody would run.
+        for t in request.tools.iter().filter(|t| t.server.is_some()) {
+            tracing::debug!(
+                tool = %t.name,
+                "left out of the request: a server tool of the Anthropic API, which an \
+                 OpenAI-compatible server does not have"
+            );
+        }
         let tools = request
             .tools
             .iter()
-            .filter(|t| t.server_spec().is_none())
+            .filter(|t| t.server.is_none())
             .map(|t| {
                 json!({
                     "type": "function",
@@ -277,11 +288,12 @@ mod tests {
             model: "llama".into(),
             system: String::new(),
             messages: vec![Arc::new(Message::user_text("hi"))],
-            tools: vec![crate::provider::ToolDefinition {
-                name: "Bash".into(),
-                description: "run".into(),
-                input_schema: json!({"type": "object"}),
-            }],
+            tools: vec![
+                crate::provider::ToolDefinition::function("Bash", "run", json!({"type": "object"})),
+                crate::provider::ToolDefinition::server_tool(crate::provider::ServerTool::WebSearch(
+                    crate::provider::WebSearchSpec::default(),
+                )),
+            ],
             max_tokens: 100,
             thinking_budget: None,
         };
@@ -293,6 +305,8 @@ mod tests {
             local["tools"][0]["function"]["parameters"],
             json!({"type": "object"})
         );
+        // The server tool is the Anthropic API's: left out here.
+        assert_eq!(local["tools"].as_array().unwrap().len(), 1, "{local}");
         let openai: Value = serde_json::from_slice(&request_body(&request, true).unwrap()).unwrap();
         assert_eq!(openai["max_completion_tokens"], 100);
         assert!(openai.get("max_tokens").is_none());
