@@ -6,6 +6,7 @@
 //! | user text / image blocks             | `role: user`; text only → one string (blocks joined with a blank line, which every local server accepts); with images → content parts (`image_url`, base64 as a data URL) |
 //! | user `tool_result` blocks            | one `role: tool` message each, `tool_call_id`, text content (`Error: ` first when `is_error`); they come before the user's other blocks, since tool messages must follow the assistant's call |
 //! | images inside a tool result          | content parts of a user message after the tool messages (tool messages carry text only) |
+//! | documents (PDFs) inside a tool result | a note in the tool message's text that the document could not be sent |
 //! | assistant text blocks                | `content`, concatenated                            |
 //! | assistant `tool_use` blocks          | `tool_calls: [{id, type: function, function: {name, arguments}}]`, arguments as a JSON string |
 //! | thinking, redacted thinking, unknown | dropped (no place for them)                       |
@@ -119,6 +120,22 @@ fn user_blocks(blocks: &[ContentBlock], out: &mut Vec<Value>) {
                                         text.push_str(&t.text);
                                     }
                                     ContentBlock::Image(image) => parts.push(image_part(image)),
+                                    // Chat completions has no document part: the model
+                                    // is told the PDF could not be shown, not left
+                                    // believing it saw it.
+                                    ContentBlock::Unknown(m)
+                                        if m.get("type").and_then(Value::as_str)
+                                            == Some("document") =>
+                                    {
+                                        if !text.is_empty() {
+                                            text.push('\n');
+                                        }
+                                        text.push_str(
+                                            "[A PDF document was attached here, but this model \
+                                             service cannot receive documents; extract its text \
+                                             with a command (for example pdftotext) instead.]",
+                                        );
+                                    }
                                     _ => {}
                                 }
                             }
@@ -258,6 +275,31 @@ mod tests {
         let v = assistant_blocks(&blocks);
         assert_eq!(v["content"], Value::Null);
         assert_eq!(v["tool_calls"][0]["function"]["arguments"], "{}");
+    }
+
+    #[test]
+    fn a_document_in_a_tool_result_becomes_a_note_for_the_model() {
+        let mut doc = Map::new();
+        doc.insert("type".into(), json!("document"));
+        doc.insert(
+            "source".into(),
+            json!({"type": "base64", "media_type": "application/pdf", "data": "JVBE"}),
+        );
+        let result = ContentBlock::ToolResult(strata_protocol::message::ToolResultBlock {
+            tool_use_id: "toolu_1".into(),
+            content: Some(ToolResultContent::Blocks(vec![
+                ContentBlock::text("PDF /a.pdf: 1 page(s)"),
+                ContentBlock::Unknown(doc),
+            ])),
+            is_error: None,
+            extra: Map::new(),
+        });
+        let messages = chat_messages("", &[Arc::new(Message::blocks(Role::User, vec![result]))]);
+        let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
+        let text = tool["content"].as_str().unwrap();
+        assert!(text.starts_with("PDF /a.pdf"), "{text}");
+        assert!(text.contains("cannot receive documents"), "{text}");
+        assert!(!text.contains("JVBE"), "{text}");
     }
 
     #[test]
