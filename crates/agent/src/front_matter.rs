@@ -411,7 +411,10 @@ mod tests {
         assert!(err.to_string().starts_with("agents/x.md:3:1:"), "{err}");
         // One unquoted value that is not YAML on its own is text (see the module docs).
         let fm = parse("---\nname: a\ndescription: [unclosed\n---\nbody").unwrap();
-        assert_eq!(fm.text("description").unwrap().as_deref(), Some("[unclosed"));
+        assert_eq!(
+            fm.text("description").unwrap().as_deref(),
+            Some("[unclosed")
+        );
     }
 
     #[test]
@@ -437,7 +440,10 @@ mod tests {
             Some("Use when: the diff is big")
         );
         let fm = parse("---\nargument-hint: [message]\nmodel: \"  \"\n---\n").unwrap();
-        assert_eq!(fm.text("argument-hint").unwrap().as_deref(), Some("[message]"));
+        assert_eq!(
+            fm.text("argument-hint").unwrap().as_deref(),
+            Some("[message]")
+        );
         assert_eq!(fm.text("model").unwrap(), None, "blank text is absent");
     }
 

@@ -570,5 +570,8 @@ async fn read_of_an_image_sends_an_image_block_in_the_tool_result() {
         .iter()
         .find(|l| l["toolUseResult"]["type"] == "image")
         .unwrap();
-    assert_eq!(recorded["message"]["content"][0]["content"][1]["type"], "image");
+    assert_eq!(
+        recorded["message"]["content"][0]["content"][1]["type"],
+        "image"
+    );
 }

@@ -107,7 +107,10 @@ fn image_source(block: &ContentBlock) -> (String, Vec<u8>) {
     let data = base64::engine::general_purpose::STANDARD
         .decode(image.source["data"].as_str().unwrap())
         .unwrap();
-    (image.source["media_type"].as_str().unwrap().to_owned(), data)
+    (
+        image.source["media_type"].as_str().unwrap().to_owned(),
+        data,
+    )
 }
 
 fn document_bytes(block: &ContentBlock) -> Vec<u8> {
@@ -144,7 +147,7 @@ async fn read_of_a_png_sends_it_as_an_image_block_unchanged() {
 #[tokio::test]
 async fn a_large_image_is_scaled_to_fit_2000_pixels_a_side() {
     let p = Project::new();
-    let f = write_bytes(&p, "wide.png", &png(4000, 1000));
+    let f = write_bytes(&p, "wide.png", &png(2600, 650));
     let out = p.call(&Read, json!({"file_path": f})).await;
     assert!(!out.is_error, "{out:?}");
     let (media, data) = image_source(attachment(&out));
@@ -152,7 +155,11 @@ async fn a_large_image_is_scaled_to_fit_2000_pixels_a_side() {
     assert_eq!((sent.width(), sent.height()), (2000, 500));
     assert!(media == "image/png" || media == "image/jpeg", "{media}");
     assert!(data.len().div_ceil(3) * 4 <= 5 * 1024 * 1024);
-    assert!(out.content.contains("scaled to 2000×500"), "{}", out.content);
+    assert!(
+        out.content.contains("scaled to 2000×500"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]
@@ -225,10 +232,14 @@ async fn a_long_pdf_is_read_by_pages_and_only_those_pages_are_sent() {
 
     let out = p.call(&Read, json!({"file_path": f, "pages": "12"})).await;
     assert!(!out.is_error, "{out:?}");
-    let out = p.call(&Read, json!({"file_path": f, "pages": "11-13"})).await;
+    let out = p
+        .call(&Read, json!({"file_path": f, "pages": "11-13"}))
+        .await;
     assert!(out.is_error);
     assert!(out.content.contains("past its end"), "{}", out.content);
-    let out = p.call(&Read, json!({"file_path": f, "pages": "1-21"})).await;
+    let out = p
+        .call(&Read, json!({"file_path": f, "pages": "1-21"}))
+        .await;
     assert!(out.is_error);
     assert!(out.content.contains("at most 20"), "{}", out.content);
     let out = p.call(&Read, json!({"file_path": f, "pages": "two"})).await;
@@ -327,7 +338,10 @@ async fn read_of_a_notebook_shows_cells_with_their_outputs_and_attaches_plots() 
 #[tokio::test]
 async fn a_notebook_that_is_not_json_is_an_error_with_line_and_column() {
     let p = Project::new();
-    let f = p.write("bad.ipynb", "{\n \"cells\": [\n  {\"cell_type\": \"code\",,}\n ]\n}\n");
+    let f = p.write(
+        "bad.ipynb",
+        "{\n \"cells\": [\n  {\"cell_type\": \"code\",,}\n ]\n}\n",
+    );
     let out = p.call(&Read, json!({"file_path": f})).await;
     assert!(out.is_error);
     let expected = format!("{}:3:", f.display());
@@ -346,7 +360,11 @@ async fn notebook_edit_needs_the_notebook_read_first() {
         )
         .await;
     assert!(out.is_error);
-    assert!(out.content.contains("has not been read yet"), "{}", out.content);
+    assert!(
+        out.content.contains("has not been read yet"),
+        "{}",
+        out.content
+    );
     assert_eq!(p.read("n.ipynb"), text);
     assert!(p.hooks.edit_calls().is_empty());
 }
@@ -456,7 +474,12 @@ async fn notebook_edit_finds_cells_of_old_notebooks_by_position() {
     old["nbformat_minor"] = json!(4);
     let f = p.write("old.ipynb", &jupyter_text(&old));
     let read = p.call(&Read, json!({"file_path": f})).await;
-    assert!(read.content.contains("<cell id=\"cell-1\" type=\"markdown\">"), "{}", read.content);
+    assert!(
+        read.content
+            .contains("<cell id=\"cell-1\" type=\"markdown\">"),
+        "{}",
+        read.content
+    );
     let out = p
         .call(
             &NotebookEdit,
@@ -474,7 +497,10 @@ async fn notebook_edit_finds_cells_of_old_notebooks_by_position() {
         .await;
     assert!(!out.is_error, "{out:?}");
     let after: Value = serde_json::from_str(&p.read("old.ipynb")).unwrap();
-    assert!(after["cells"][0].get("id").is_none(), "no ids in a 4.4 notebook");
+    assert!(
+        after["cells"][0].get("id").is_none(),
+        "no ids in a 4.4 notebook"
+    );
 }
 
 #[tokio::test]

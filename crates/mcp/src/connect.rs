@@ -17,8 +17,8 @@ use strata_state::{McpCapabilities, McpCommand, McpResource, McpServerInfo, McpT
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::config::ServerConfig;
-use crate::sse::SseTransport;
 use crate::naming;
+use crate::sse::SseTransport;
 
 /// How many lines of a server's stderr are kept for its status.
 const STDERR_TAIL_LINES: usize = 20;

@@ -150,7 +150,9 @@ impl SseTransport {
                             break;
                         }
                     }
-                    Err(e) => tracing::warn!("an MCP server sent a message that is not JSON-RPC: {e}"),
+                    Err(e) => {
+                        tracing::warn!("an MCP server sent a message that is not JSON-RPC: {e}")
+                    }
                 }
             }
         });
@@ -250,7 +252,11 @@ mod tests {
         assert_eq!(url.as_str(), "http://127.0.0.1:3001/message?sessionId=abc");
         let url = endpoint_url(&base, "messages/1").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(url.as_str(), "http://127.0.0.1:3001/messages/1");
-        for other in ["http://evil.example/message", "http://127.0.0.1:3002/m", "https://127.0.0.1:3001/m"] {
+        for other in [
+            "http://evil.example/message",
+            "http://127.0.0.1:3002/m",
+            "https://127.0.0.1:3001/m",
+        ] {
             let e = endpoint_url(&base, other).unwrap_err();
             assert!(e.to_string().contains("another origin"), "{other}: {e}");
         }

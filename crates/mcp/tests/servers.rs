@@ -187,7 +187,10 @@ async fn everything_over_stdio_lists_and_calls_tools_resources_and_prompts() {
 
 /// Starts server-everything in `mode` (`streamableHttp`, `sse`) on a free loopback port
 /// and waits until it listens.
-async fn everything_on_loopback(script: &std::path::Path, mode: &str) -> (tokio::process::Child, u16) {
+async fn everything_on_loopback(
+    script: &std::path::Path,
+    mode: &str,
+) -> (tokio::process::Child, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -394,11 +394,7 @@ async fn turn(
             // Images and documents (Read of an image or a PDF, MCP results) go after
             // the text, as the tool result's blocks.
             if let ContentBlock::ToolResult(b) = &mut block
-                && let Some(attached) = result
-                    .output
-                    .attachments
-                    .as_ref()
-                    .filter(|a| !a.is_empty())
+                && let Some(attached) = result.output.attachments.as_ref().filter(|a| !a.is_empty())
             {
                 let mut blocks = vec![ContentBlock::text(content)];
                 blocks.extend(attached.iter().cloned());

@@ -104,7 +104,11 @@ impl Notebook {
 
     /// Whether cells carry ids (nbformat 4.5 and later).
     pub(crate) fn has_cell_ids(&self) -> bool {
-        let major = self.root.get("nbformat").and_then(Value::as_u64).unwrap_or(4);
+        let major = self
+            .root
+            .get("nbformat")
+            .and_then(Value::as_u64)
+            .unwrap_or(4);
         let minor = self
             .root
             .get("nbformat_minor")
@@ -201,7 +205,10 @@ pub(crate) fn render(nb: &Notebook, redact: &dyn Fn(&str) -> String) -> Rendered
     let language = nb.language();
     for (i, cell) in nb.cells().iter().enumerate() {
         let name = cell_name(cell, i);
-        let kind = cell.get("cell_type").and_then(Value::as_str).unwrap_or("code");
+        let kind = cell
+            .get("cell_type")
+            .and_then(Value::as_str)
+            .unwrap_or("code");
         let mut attrs = format!("id=\"{name}\" type=\"{kind}\"");
         if kind == "code" {
             attrs.push_str(&format!(" language=\"{language}\""));
@@ -275,7 +282,10 @@ fn output_text(output: &Value, out: &mut String) {
             }
         }
         Some("error") => {
-            let name = output.get("ename").and_then(Value::as_str).unwrap_or("Error");
+            let name = output
+                .get("ename")
+                .and_then(Value::as_str)
+                .unwrap_or("Error");
             let value = output.get("evalue").and_then(Value::as_str).unwrap_or("");
             push_line(out, &format!("{name}: {value}"));
             if let Some(trace) = output.get("traceback").and_then(Value::as_array) {
@@ -367,10 +377,7 @@ mod tests {
 
     #[test]
     fn sources_are_stored_as_lines() {
-        assert_eq!(
-            source_lines("a\nb\n"),
-            serde_json::json!(["a\n", "b\n"])
-        );
+        assert_eq!(source_lines("a\nb\n"), serde_json::json!(["a\n", "b\n"]));
         assert_eq!(source_lines("x = 1"), serde_json::json!(["x = 1"]));
         assert_eq!(strip_ansi("\u{1b}[0;31mValueError\u{1b}[0m"), "ValueError");
     }

@@ -219,7 +219,11 @@ fn edit_notebook(c: Checked, ctx: &ToolContext) -> ToolOutput {
                 return ToolOutput::error(format!(
                     "{shown} has no cell {id:?}. Its cells: {}{}",
                     names.join(", "),
-                    if nb.cells().len() > names.len() { ", …" } else { "" }
+                    if nb.cells().len() > names.len() {
+                        ", …"
+                    } else {
+                        ""
+                    }
                 ));
             }
         },

@@ -332,9 +332,11 @@ mod tests {
             messages: vec![Arc::new(Message::user_text("hi"))],
             tools: vec![
                 crate::provider::ToolDefinition::function("Bash", "run", json!({"type": "object"})),
-                crate::provider::ToolDefinition::server_tool(crate::provider::ServerTool::WebSearch(
-                    crate::provider::WebSearchSpec::default(),
-                )),
+                crate::provider::ToolDefinition::server_tool(
+                    crate::provider::ServerTool::WebSearch(
+                        crate::provider::WebSearchSpec::default(),
+                    ),
+                ),
             ],
             max_tokens: 100,
             thinking_budget: None,
