@@ -14,6 +14,14 @@
 //! an error naming the file, line and column, never a silently empty definition. Field
 //! accessors accept the spellings people write by hand: a list is a YAML sequence or one
 //! comma-separated string (`tools: Read, Grep`).
+//!
+//! The reference agent's own documentation writes some values unquoted that strict YAML
+//! rejects (`argument-hint: [pr-number] [priority]`, `description: Use when: …`). When
+//! the block does not parse, it is parsed once more with every top-level `key: value`
+//! line whose value is not valid YAML on its own read as plain text; only when that
+//! fails too is the file an error, reported with the first parse's line and column.
+//! This is the one parser of the program: agent definitions, custom slash commands and
+//! skills all read their files here.
 
 use std::path::{Path, PathBuf};
 
@@ -91,13 +99,19 @@ impl FrontMatter {
         let (block, body) = split_block(rest).ok_or_else(|| FrontMatterError::Unclosed {
             path: path.to_path_buf(),
         })?;
-        let docs = YamlLoader::load_from_str(block).map_err(|e| FrontMatterError::Yaml {
-            path: path.to_path_buf(),
-            // The block starts on the file's second line.
-            line: e.marker().line() + 1,
-            column: e.marker().col(),
-            message: e.info().to_owned(),
-        })?;
+        let docs = match YamlLoader::load_from_str(block) {
+            Ok(docs) => docs,
+            Err(e) => YamlLoader::load_from_str(&lenient(block)).map_err(|_| {
+                let (line, column) = error_position(block, e.marker().line(), e.marker().col());
+                FrontMatterError::Yaml {
+                    path: path.to_path_buf(),
+                    // The block starts on the file's second line.
+                    line: line + 1,
+                    column,
+                    message: e.info().to_owned(),
+                }
+            })?,
+        };
         let fields = match docs.into_iter().next() {
             None | Some(Yaml::Null) => Default::default(),
             Some(Yaml::Hash(hash)) => hash,
@@ -182,6 +196,44 @@ impl FrontMatter {
         }
     }
 
+    /// A text field that is present and not blank (commands' and skills' `description`,
+    /// `model`, `name`). A flow list written where text is meant (`argument-hint:
+    /// [message]`) is read back as the user wrote it, `[message]`.
+    pub fn text(&self, key: &str) -> Result<Option<String>, FrontMatterError> {
+        let value = match self.get(key) {
+            Some(Yaml::Array(items)) => {
+                let parts: Option<Vec<String>> = items.iter().map(scalar_text).collect();
+                match parts {
+                    Some(parts) => Some(format!("[{}]", parts.join(", "))),
+                    None => return Err(self.field_error(key, "text")),
+                }
+            }
+            _ => self.string(key)?,
+        };
+        Ok(value.filter(|t| !t.trim().is_empty()))
+    }
+
+    /// Permission-rule entries (`allowed-tools`): a YAML sequence's items, or one string
+    /// split at commas and spaces outside parentheses (`Bash(git add:*), Read` is two
+    /// entries, `Bash(git commit -m:*)` one). Empty when absent.
+    pub fn entries(&self, key: &str) -> Result<Vec<String>, FrontMatterError> {
+        let expected = "a list of tools (`[Read, Bash(git:*)]` or `Read, Bash(git:*)`)";
+        match self.get(key) {
+            None | Some(Yaml::Null) => Ok(Vec::new()),
+            Some(Yaml::String(s)) => Ok(split_entries(s)),
+            Some(Yaml::Array(items)) => items
+                .iter()
+                .map(|item| {
+                    scalar_text(item)
+                        .map(|s| s.trim().to_owned())
+                        .ok_or_else(|| self.field_error(key, expected))
+                })
+                .filter(|item| item.as_ref().map_or(true, |s| !s.is_empty()))
+                .collect(),
+            Some(_) => Err(self.field_error(key, expected)),
+        }
+    }
+
     fn get(&self, key: &str) -> Option<&Yaml> {
         self.fields.get(&Yaml::String(key.to_owned()))
     }
@@ -202,6 +254,86 @@ impl FrontMatter {
             expected,
         }
     }
+}
+
+/// The 1-based line and column of a parse error in `block` from the parser's marker
+/// (line 1-based, column 0-based). An error the parser only notices at the end of the
+/// block (a line that is not `key: value` is read as a key waiting for its `:`) is put
+/// on the block's last line with text, where the mistake is.
+fn error_position(block: &str, line: usize, col: usize) -> (usize, usize) {
+    let lines: Vec<&str> = block.lines().collect();
+    if line <= lines.len() {
+        return (line.max(1), col + 1);
+    }
+    let last = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .map_or(1, |i| i + 1);
+    (last, 1)
+}
+
+/// A scalar's text (`None` for a list or a mapping).
+fn scalar_text(value: &Yaml) -> Option<String> {
+    match value {
+        Yaml::String(s) | Yaml::Real(s) => Some(s.clone()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Entries of a one-line list: commas, or spaces, outside parentheses separate them.
+fn split_entries(text: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                current.push(c);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                current.push(c);
+            }
+            ',' | ' ' | '\t' if depth == 0 => items.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    items.push(current);
+    items
+        .into_iter()
+        .map(|i| i.trim().to_owned())
+        .filter(|i| !i.is_empty())
+        .collect()
+}
+
+/// `block` with each top-level `key: value` line whose value is not YAML by itself
+/// turned into a single-quoted string (see the module docs).
+fn lenient(block: &str) -> String {
+    let mut out = String::with_capacity(block.len() + 16);
+    for line in block.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let ending = &line[body.len()..];
+        let quoted = body
+            .split_once(": ")
+            .filter(|(key, value)| {
+                !key.is_empty()
+                    && key.chars().all(|c| c.is_alphanumeric() || "-_".contains(c))
+                    && !value.trim().is_empty()
+                    && YamlLoader::load_from_str(body).is_err()
+            })
+            .map(|(key, value)| format!("{key}: '{}'", value.trim().replace('\'', "''")));
+        match quoted {
+            Some(q) => {
+                out.push_str(&q);
+                out.push_str(ending);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// The text after an opening `---` line, if the file starts with one.
@@ -271,13 +403,18 @@ mod tests {
 
     #[test]
     fn bad_yaml_names_the_file_line_and_column() {
-        let err = parse("---\nname: a\ndescription: [unclosed\n---\nbody").unwrap_err();
+        let err = parse("---\nname: a\n  tools: Read\n---\nbody").unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("agents/x.md:"), "{text}");
-        match err {
-            FrontMatterError::Yaml { line, .. } => assert!((3..=5).contains(&line), "{line}"),
-            other => panic!("{other:?}"),
-        }
+        assert!(text.starts_with("agents/x.md:3:"), "{text}");
+        // A line that is not `key: value` is reported on that line, not at the end.
+        let err = parse("---\ndescription: ok\nnot a key line\n\n---\nbody").unwrap_err();
+        assert!(err.to_string().starts_with("agents/x.md:3:1:"), "{err}");
+        // One unquoted value that is not YAML on its own is text (see the module docs).
+        let fm = parse("---\nname: a\ndescription: [unclosed\n---\nbody").unwrap();
+        assert_eq!(
+            fm.text("description").unwrap().as_deref(),
+            Some("[unclosed")
+        );
     }
 
     #[test]
@@ -286,6 +423,42 @@ mod tests {
             parse("---\nname: a\n"),
             Err(FrontMatterError::Unclosed { .. })
         ));
+    }
+
+    #[test]
+    fn values_the_reference_docs_write_unquoted_are_read_as_text() {
+        let fm = parse(
+            "---\nargument-hint: [pr-number] [priority]\ndescription: Use when: the diff is big\n---\n",
+        )
+        .unwrap();
+        assert_eq!(
+            fm.text("argument-hint").unwrap().as_deref(),
+            Some("[pr-number] [priority]")
+        );
+        assert_eq!(
+            fm.text("description").unwrap().as_deref(),
+            Some("Use when: the diff is big")
+        );
+        let fm = parse("---\nargument-hint: [message]\nmodel: \"  \"\n---\n").unwrap();
+        assert_eq!(
+            fm.text("argument-hint").unwrap().as_deref(),
+            Some("[message]")
+        );
+        assert_eq!(fm.text("model").unwrap(), None, "blank text is absent");
+    }
+
+    #[test]
+    fn tool_entries_split_outside_parentheses() {
+        let fm = parse(
+            "---\nallowed-tools: Bash(git add:*), Bash(git status:*) Read\nother: [Read, \"Bash(ls -la:*)\"]\n---\n",
+        )
+        .unwrap();
+        assert_eq!(
+            fm.entries("allowed-tools").unwrap(),
+            ["Bash(git add:*)", "Bash(git status:*)", "Read"]
+        );
+        assert_eq!(fm.entries("other").unwrap(), ["Read", "Bash(ls -la:*)"]);
+        assert!(fm.entries("absent").unwrap().is_empty());
     }
 
     #[test]

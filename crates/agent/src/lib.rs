@@ -6,9 +6,9 @@
 //!
 //! - [`provider`]: model providers behind one streaming trait (Anthropic Messages API,
 //!   OpenAI-compatible chat completions, replay of a recorded session).
-//! - [`tools`]: the tools the model can call (Bash, Read, Write, Edit, Glob, Grep,
-//!   TodoWrite, TaskOutput, TaskStop, plan mode, AskUserQuestion, Skill, WebFetch,
-//!   WebSearch) behind one trait.
+//! - [`tools`]: the tools the model can call (Bash, Read — text, images, PDFs and
+//!   notebooks —, Write, Edit, NotebookEdit, Glob, Grep, TodoWrite, TaskOutput,
+//!   TaskStop, plan mode, AskUserQuestion, Skill, WebFetch, WebSearch) behind one trait.
 //! - [`commands`]: the user's custom slash commands and skills (markdown files).
 //! - [`permissions`]: permission modes, rules and decisions for tool calls.
 //! - [`context`]: the tool-use context and sub-agent isolation (SA-1 … SA-7).

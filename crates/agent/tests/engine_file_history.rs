@@ -174,3 +174,90 @@ async fn an_edit_whose_backup_cannot_be_written_is_refused_and_the_file_is_untou
     assert!(!state.file_history.tracks("notes.txt"));
     engine.close().await.unwrap();
 }
+
+/// A notebook cell as nbformat 4.5 writes it.
+fn notebook(source: &str) -> String {
+    let nb = json!({
+        "cells": [{"cell_type": "code", "execution_count": 1, "id": "c1", "metadata": {}, "outputs": [], "source": [source]}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5
+    });
+    serde_json::to_string_pretty(&nb).unwrap() + "\n"
+}
+
+/// Issue 18 item 7: NotebookEdit is a file edit like Edit: accept-edits lets it run, its
+/// notebook is checkpointed before it changes, and rewind restores it.
+#[tokio::test]
+async fn sp2_a_notebook_edit_is_checkpointed_and_rewind_restores_the_notebook() {
+    let env = env();
+    let file = env.project.join("analysis.ipynb");
+    let original = notebook("x = 1");
+    std::fs::write(&file, &original).unwrap();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_r", "Read", json!({"file_path": file})));
+    server.push(Reply::new().tool_use(
+        "toolu_n",
+        "NotebookEdit",
+        json!({"notebook_path": file, "cell_id": "c1", "new_source": "x = 2"}),
+    ));
+    server.push(Reply::new().text("Changed the cell."));
+    let engine = Engine::open(options(&env, &server)).await.unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("set x to 2"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    let changed = std::fs::read_to_string(&file).unwrap();
+    assert!(changed.contains("x = 2"), "{changed}");
+    let sent = server.requests()[2].json()["messages"].to_string();
+    assert!(sent.contains("Updated cell c1"), "{sent}");
+
+    let state = engine.store().get();
+    let prompt = state.file_history.snapshots[0].message_id.clone();
+    assert!(state.file_history.tracks("analysis.ipynb"));
+    let report = engine.rewind_files(&prompt, false).unwrap();
+    assert_eq!(report["filesChanged"], 1, "{report}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+    engine.close().await.unwrap();
+}
+
+/// NotebookEdit is decided by the `Edit` rules: without one (and nobody to ask) it is
+/// denied and the notebook is untouched; an `Edit` allow rule lets it run.
+#[tokio::test]
+async fn notebook_edit_is_decided_by_the_edit_rules() {
+    let env = env();
+    let file = env.project.join("n.ipynb");
+    let original = notebook("a");
+    std::fs::write(&file, &original).unwrap();
+    let server = MockServer::start().await.unwrap();
+    let turn = |server: &MockServer| {
+        server.push(Reply::new().tool_use("toolu_r", "Read", json!({"file_path": file})));
+        server.push(Reply::new().tool_use(
+            "toolu_n",
+            "NotebookEdit",
+            json!({"notebook_path": file, "cell_id": "c1", "new_source": "b"}),
+        ));
+        server.push(Reply::new().text("Done."));
+    };
+    turn(&server);
+    let mut opts = options(&env, &server);
+    opts.permission.mode = Some(PermissionMode::Default);
+    let engine = Engine::open(opts).await.unwrap();
+    let _ = engine
+        .run_prompt(Message::user_text("edit"), CancellationToken::new())
+        .await;
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "denied");
+    engine.close().await.unwrap();
+
+    turn(&server);
+    let mut opts = options(&env, &server);
+    opts.permission.mode = Some(PermissionMode::Default);
+    opts.permission.allowed_tools = vec!["Edit".into()];
+    let engine = Engine::open(opts).await.unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("edit"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("\"b\""));
+    engine.close().await.unwrap();
+}

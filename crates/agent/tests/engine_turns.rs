@@ -535,3 +535,43 @@ async fn regression_an_output_between_the_tool_cap_and_the_transcript_limit_is_s
     // The whole output (the Bash tool drops the final newline), not the inline part.
     assert_eq!(whole, "0123456789\n".repeat(3_600).trim_end());
 }
+
+/// Issue 18 item 7: Read of an image sends it to the model as an image block of the
+/// tool result, after a line of text, and the transcript records it the same way.
+#[tokio::test]
+async fn read_of_an_image_sends_an_image_block_in_the_tool_result() {
+    let env = env();
+    let file = env.project.join("shot.png");
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(3, 2, image::Rgb([1, 2, 3])))
+        .write_to(&mut png, image::ImageFormat::Png)
+        .unwrap();
+    std::fs::write(&file, png.get_ref()).unwrap();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("toolu_1", "Read", json!({"file_path": file})));
+    server.push(Reply::new().text("A tiny image."));
+    let events = Arc::new(Collect::default());
+    let engine = Engine::open(options(&env, &server, events)).await.unwrap();
+    let result = engine
+        .run_prompt(Message::user_text("look"), CancellationToken::new())
+        .await;
+    assert_eq!(result.subtype, ResultSubtype::Success, "{result:?}");
+    let second = server.requests()[1].json();
+    let tool_result = &second["messages"][2]["content"][0];
+    assert_eq!(tool_result["type"], "tool_result");
+    let blocks = tool_result["content"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "text");
+    assert_eq!(blocks[1]["type"], "image");
+    assert_eq!(blocks[1]["source"]["media_type"], "image/png");
+    assert!(blocks[1]["source"]["data"].as_str().unwrap().len() > 20);
+    engine.close().await.unwrap();
+    let lines = transcript_lines(&env.config);
+    let recorded = lines
+        .iter()
+        .find(|l| l["toolUseResult"]["type"] == "image")
+        .unwrap();
+    assert_eq!(
+        recorded["message"]["content"][0]["content"][1]["type"],
+        "image"
+    );
+}

@@ -37,11 +37,11 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         model: "claude-test".into(),
         system: "You are a test.".into(),
         messages,
-        tools: vec![ToolDefinition {
-            name: "Bash".into(),
-            description: "Run a shell command.".into(),
-            input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-        }],
+        tools: vec![ToolDefinition::function(
+            "Bash",
+            "Run a shell command.",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        )],
         max_tokens: 1024,
         thinking_budget: None,
     }

@@ -31,11 +31,11 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         model: "local-model".into(),
         system: "Be brief.".into(),
         messages,
-        tools: vec![ToolDefinition {
-            name: "Bash".into(),
-            description: "Run a shell command.".into(),
-            input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-        }],
+        tools: vec![ToolDefinition::function(
+            "Bash",
+            "Run a shell command.",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        )],
         max_tokens: 512,
         thinking_budget: None,
     }

@@ -143,6 +143,7 @@ async fn registry_lists_tools_and_rejects_unknown_names() {
             "Read",
             "Edit",
             "Write",
+            "NotebookEdit",
             "TodoWrite",
             "TaskOutput",
             "TaskStop",
@@ -154,7 +155,7 @@ async fn registry_lists_tools_and_rejects_unknown_names() {
             "WebSearch"
         ]
     );
-    assert_eq!(registry.definitions().len(), 15);
+    assert_eq!(registry.definitions().len(), 16);
     let call = ToolCall {
         id: "t1".into(),
         input: json!({}),

@@ -1,6 +1,7 @@
 //! Starting one connection over the SDK: a child process (stdout/stdin, its stderr kept
-//! as a short tail for the status line) or streamable HTTP; then listing what the server
-//! offers, converted to the app state's shapes.
+//! as a short tail for the status line), streamable HTTP, or the legacy HTTP+SSE
+//! transport ([`crate::sse`]); then listing what the server offers, converted to the app
+//! state's shapes.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::config::ServerConfig;
 use crate::naming;
+use crate::sse::SseTransport;
 
 /// How many lines of a server's stderr are kept for its status.
 const STDERR_TAIL_LINES: usize = 20;
@@ -150,10 +152,31 @@ pub(crate) async fn connect(
                         None => ConnectFailure::Failed(e.to_string()),
                     })
             }
-            ServerConfig::Sse { url, .. } => Err(ConnectFailure::Failed(format!(
-                "{url}: the older SSE transport is not supported; if the server also serves \
-                 streamable HTTP, configure it with \"type\": \"http\""
-            ))),
+            ServerConfig::Sse { url, headers } => {
+                ensure_crypto_provider();
+                let mut map = http::HeaderMap::new();
+                for (k, v) in headers {
+                    let name = http::HeaderName::try_from(k.as_str())
+                        .map_err(|e| ConnectFailure::Failed(format!("header {k:?}: {e}")))?;
+                    let value = http::HeaderValue::try_from(v.as_str())
+                        .map_err(|e| ConnectFailure::Failed(format!("header {k:?}: {e}")))?;
+                    map.insert(name, value);
+                }
+                let transport = SseTransport::connect(url, map, timeout)
+                    .await
+                    .map_err(|e| {
+                        if e.needs_auth() {
+                            ConnectFailure::NeedsAuth(format!(
+                                "the server asks for authorization ({e})"
+                            ))
+                        } else {
+                            ConnectFailure::Failed(format!("{url}: {e}"))
+                        }
+                    })?;
+                ().serve(transport)
+                    .await
+                    .map_err(|e| ConnectFailure::Failed(e.to_string()))
+            }
         }
     };
     match tokio::time::timeout(timeout, attempt).await {

@@ -1,7 +1,7 @@
 //! MCP servers for strata: their configuration ([`config`], [`sources`]), the tool
 //! names the model sees ([`naming`]), the connections over the official Rust SDK
-//! (`rmcp`) with reconnects ([`McpManager`]) and the conversion of results
-//! ([`content`]).
+//! (`rmcp`) with reconnects ([`McpManager`]), the legacy HTTP+SSE transport `rmcp` lacks
+//! ([`sse`]) and the conversion of results ([`content`]).
 //!
 //! The live connections are runtime handles owned by the [`McpManager`]; what readers
 //! see (status, tools, prompts, resources) is published as [`ServerView`]s through a
@@ -14,6 +14,7 @@ pub mod content;
 mod manager;
 pub mod naming;
 pub mod sources;
+pub mod sse;
 
 pub use config::{ConfigError, ServerConfig};
 pub use manager::{

@@ -20,16 +20,16 @@
 //! not parse is left out with a warning naming `file:line`, and the others still load.
 //! When two files give the same name, the first found wins, in this order: project
 //! `.strata/`, project `.claude/`, user config (the project's own file is what its
-//! contributors meant).
+//! contributors meant). Their front matter is read by the program's one parser,
+//! [`crate::front_matter`], as agent definitions' is.
 
 pub mod expand;
-pub mod front_matter;
 pub mod skills;
 
 use std::path::{Path, PathBuf};
 
-pub use self::front_matter::{Document, FrontMatterError, FrontValue};
 pub use self::skills::{Skill, SkillCatalog};
+use crate::front_matter::FrontMatter;
 
 /// The largest command or skill file read (bytes); a larger one is skipped with a
 /// warning.
@@ -102,8 +102,8 @@ impl CommandCatalog {
                 if catalog.get(&name).is_some() {
                     continue;
                 }
-                match read_document(&file) {
-                    Ok(doc) => catalog.commands.push(command(name, file, scope, doc)),
+                match read_document(&file).and_then(|doc| command(name, file, scope, doc)) {
+                    Ok(command) => catalog.commands.push(command),
                     Err(e) => catalog.warnings.push(e),
                 }
             }
@@ -193,18 +193,25 @@ fn command_name(dir: &Path, file: &Path) -> Option<String> {
 }
 
 /// Reads and parses one command or skill file; the error is the warning line.
-pub(crate) fn read_document(file: &Path) -> Result<Document, String> {
+pub(crate) fn read_document(file: &Path) -> Result<FrontMatter, String> {
     let bytes = match strata_config::read_bounded(file, MAX_FILE_BYTES) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Err(format!("{}: the file disappeared", file.display())),
         Err(e) => return Err(format!("{}: {e}", file.display())),
     };
     let text = String::from_utf8_lossy(&bytes);
-    front_matter::parse(file, &text).map_err(|e| e.to_string())
+    FrontMatter::parse(file, &text).map_err(|e| e.to_string())
 }
 
-fn command(name: String, path: PathBuf, scope: Scope, doc: Document) -> CustomCommand {
-    let description = doc.text("description").unwrap_or_else(|| {
+/// The command a parsed file defines; a field of the wrong type is the warning line.
+fn command(
+    name: String,
+    path: PathBuf,
+    scope: Scope,
+    doc: FrontMatter,
+) -> Result<CustomCommand, String> {
+    let field = |e: crate::front_matter::FrontMatterError| e.to_string();
+    let description = doc.text("description").map_err(field)?.unwrap_or_else(|| {
         doc.body
             .lines()
             .map(str::trim)
@@ -212,20 +219,16 @@ fn command(name: String, path: PathBuf, scope: Scope, doc: Document) -> CustomCo
             .map(|l| l.trim_start_matches('#').trim().to_owned())
             .unwrap_or_default()
     });
-    CustomCommand {
+    Ok(CustomCommand {
         name,
         description,
-        argument_hint: doc.text("argument-hint"),
-        allowed_tools: doc
-            .fields
-            .get("allowed-tools")
-            .map(FrontValue::entries)
-            .unwrap_or_default(),
-        model: doc.text("model"),
+        argument_hint: doc.text("argument-hint").map_err(field)?,
+        allowed_tools: doc.entries("allowed-tools").map_err(field)?,
+        model: doc.text("model").map_err(field)?,
         body: doc.body,
         path,
         scope,
-    }
+    })
 }
 
 #[cfg(test)]

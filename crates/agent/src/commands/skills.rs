@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{FrontValue, Scope, project_bases, read_document};
+use super::{Scope, project_bases, read_document};
 
 /// The most characters the skills' section of the system prompt may take; skills past
 /// it are counted, not described (the prompt stays small however many are installed).
@@ -142,7 +142,8 @@ impl SkillCatalog {
 fn read_skill(folder: &Path, scope: Scope) -> Result<Skill, String> {
     let file = folder.join("SKILL.md");
     let doc = read_document(&file)?;
-    let name = doc.text("name").unwrap_or_else(|| {
+    let field = |e: crate::front_matter::FrontMatterError| e.to_string();
+    let name = doc.text("name").map_err(field)?.unwrap_or_else(|| {
         folder
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -154,7 +155,7 @@ fn read_skill(folder: &Path, scope: Scope) -> Result<Skill, String> {
             file.display()
         ));
     }
-    let Some(description) = doc.text("description") else {
+    let Some(description) = doc.text("description").map_err(field)? else {
         return Err(format!(
             "{}:1: the front matter has no `description` (the model uses it to know when \
              the skill applies)",
@@ -164,11 +165,7 @@ fn read_skill(folder: &Path, scope: Scope) -> Result<Skill, String> {
     Ok(Skill {
         name,
         description,
-        allowed_tools: doc
-            .fields
-            .get("allowed-tools")
-            .map(FrontValue::entries)
-            .unwrap_or_default(),
+        allowed_tools: doc.entries("allowed-tools").map_err(field)?,
         body: doc.body,
         dir: folder.to_path_buf(),
         scope,

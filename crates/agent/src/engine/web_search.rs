@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use strata_protocol::message::{ContentBlock, Message};
 use tokio_util::sync::CancellationToken;
 
 use super::BootstrapHandle;
-use crate::provider::{ModelRequest, Provider, ToolDefinition};
+use crate::provider::{ModelRequest, Provider, ServerTool, ToolDefinition, WebSearchSpec};
 use crate::tools::{WebSearchAnswer, WebSearchQuery};
 
 /// The most searches one call may run.
@@ -37,14 +37,11 @@ pub(super) async fn search(
             provider.name()
         ));
     }
-    let mut spec =
-        json!({"type": "web_search_20250305", "name": "web_search", "max_uses": MAX_USES});
-    if !query.allowed_domains.is_empty() {
-        spec["allowed_domains"] = json!(query.allowed_domains);
-    }
-    if !query.blocked_domains.is_empty() {
-        spec["blocked_domains"] = json!(query.blocked_domains);
-    }
+    let spec = WebSearchSpec {
+        max_uses: Some(MAX_USES),
+        allowed_domains: query.allowed_domains.clone(),
+        blocked_domains: query.blocked_domains.clone(),
+    };
     let request = ModelRequest {
         model,
         system: SYSTEM.to_owned(),
@@ -52,7 +49,7 @@ pub(super) async fn search(
             "Perform a web search for the query: {}",
             query.query
         )))],
-        tools: vec![ToolDefinition::server("web_search", spec)],
+        tools: vec![ToolDefinition::server_tool(ServerTool::WebSearch(spec))],
         max_tokens: 8_192,
         thinking_budget: None,
     };

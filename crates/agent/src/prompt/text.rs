@@ -31,8 +31,9 @@ run in parallel.";
 pub(super) fn tool_guide(name: &str) -> Option<&'static str> {
     Some(match name {
         "Read" => {
-            "Read: read a file (absolute path); use offset and limit for large files. \
-Read a file before editing it."
+            "Read: read a file (absolute path); use offset and limit for large files, \
+pages for PDFs of more than 10 pages. Images, PDFs and notebooks are shown as such. Read a \
+file before editing it."
         }
         "Write" => {
             "Write: create a file or replace one whole; read an existing file first. \
@@ -41,6 +42,10 @@ Prefer Edit for changes to existing files."
         "Edit" => {
             "Edit: replace an exact string in a file. The old string must match the file \
 exactly (indentation included) and be unique, or use replace_all."
+        }
+        "NotebookEdit" => {
+            "NotebookEdit: change, insert or delete one cell of a Jupyter notebook; Read \
+the notebook first to see its cell ids."
         }
         "Glob" => "Glob: find files by name pattern (`**/*.rs`).",
         "Grep" => {

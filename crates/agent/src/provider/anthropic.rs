@@ -327,14 +327,34 @@ pub(crate) fn request_body(
 }
 
 fn tool_json(tool: &ToolDefinition) -> Value {
-    if let Some(spec) = tool.server_spec() {
-        return spec.clone();
+    if let Some(server) = &tool.server {
+        return server_tool_json(server);
     }
     json!({
         "name": tool.name,
         "description": tool.description,
         "input_schema": tool.input_schema,
     })
+}
+
+/// A server tool as the Messages API takes it (`{"type": "web_search_20250305",
+/// "name": "web_search", …}`); empty lists are left out.
+fn server_tool_json(tool: &super::ServerTool) -> Value {
+    match tool {
+        super::ServerTool::WebSearch(spec) => {
+            let mut v = json!({"type": "web_search_20250305", "name": tool.name()});
+            if let Some(max) = spec.max_uses {
+                v["max_uses"] = json!(max);
+            }
+            if !spec.allowed_domains.is_empty() {
+                v["allowed_domains"] = json!(spec.allowed_domains);
+            }
+            if !spec.blocked_domains.is_empty() {
+                v["blocked_domains"] = json!(spec.blocked_domains);
+            }
+            v
+        }
+    }
 }
 
 /// The unknown-field map of a block that accepts `cache_control`.

@@ -95,38 +95,76 @@ pub struct ModelRequest {
 }
 
 /// A tool as the model sees it.
+///
+/// Most tools are strata's own: the model calls them by `name` with an input matching
+/// `input_schema`, and strata runs them. A tool with [`ToolDefinition::server`] set is
+/// run by the model service itself (the Anthropic API's web search): the provider that
+/// has it sends its own spec, a provider that has not leaves it out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDefinition {
-    /// The tool's name (`Bash`, `Read`, …).
+    /// The tool's name (`Bash`, `Read`, …; `web_search` for the server tool).
     pub name: String,
-    /// What it does and how to use it.
+    /// What it does and how to use it (empty for a server tool: the service knows).
     pub description: String,
-    /// The JSON schema of its input object.
+    /// The JSON schema of its input object (empty for a server tool).
     pub input_schema: Value,
+    /// `Some` for a tool the model service runs; `None` for ours.
+    pub server: Option<ServerTool>,
 }
 
-/// The key of [`ToolDefinition::input_schema`] that marks a server tool (see
-/// [`ToolDefinition::server`]).
-const SERVER_TOOL_KEY: &str = "x-strata-server-tool";
-
 impl ToolDefinition {
-    /// A tool the model service runs itself (the Anthropic API's `web_search`):
-    /// `spec` is sent as it is (`{"type": "web_search_20250305", "name": …, …}`). It is
-    /// carried in `input_schema` under a reserved key so that every request and every
-    /// provider keeps one tool type; only the Anthropic provider sends it, others leave
-    /// it out.
-    pub fn server(name: &str, spec: Value) -> Self {
+    /// One of strata's tools.
+    pub fn function(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+    ) -> Self {
         Self {
-            name: name.to_owned(),
-            description: String::new(),
-            input_schema: serde_json::json!({ SERVER_TOOL_KEY: spec }),
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            server: None,
         }
     }
 
-    /// The spec of a server tool ([`ToolDefinition::server`]); `None` for ours.
-    pub fn server_spec(&self) -> Option<&Value> {
-        self.input_schema.get(SERVER_TOOL_KEY)
+    /// A tool the model service runs itself.
+    pub fn server_tool(tool: ServerTool) -> Self {
+        Self {
+            name: tool.name().to_owned(),
+            description: String::new(),
+            input_schema: Value::Null,
+            server: Some(tool),
+        }
     }
+}
+
+/// A tool the model service runs itself. Only the Anthropic Messages API has them; the
+/// OpenAI-compatible provider leaves them out of its requests (chat-completions servers
+/// have no such tool; strata's own callers refuse before they ask for one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerTool {
+    /// The Anthropic API's web search (`web_search_20250305`).
+    WebSearch(WebSearchSpec),
+}
+
+impl ServerTool {
+    /// The name the model calls it by.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::WebSearch(_) => "web_search",
+        }
+    }
+}
+
+/// The settings of the server-side web search, as the API takes them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WebSearchSpec {
+    /// The most searches the model may run in the request.
+    pub max_uses: Option<u32>,
+    /// Only results from these domains (empty: any).
+    pub allowed_domains: Vec<String>,
+    /// Never results from these domains.
+    pub blocked_domains: Vec<String>,
 }
 
 /// One event of a streamed model response (the Messages API's SSE events).

@@ -408,12 +408,13 @@ async fn turn(
                 content.clone(),
                 result.output.is_error,
             );
-            // Images (MCP results) go after the text, as the tool result's blocks.
+            // Images and documents (Read of an image or a PDF, MCP results) go after
+            // the text, as the tool result's blocks.
             if let ContentBlock::ToolResult(b) = &mut block
-                && let Some(images) = result.output.images.as_ref().filter(|i| !i.is_empty())
+                && let Some(attached) = result.output.attachments.as_ref().filter(|a| !a.is_empty())
             {
                 let mut blocks = vec![ContentBlock::text(content)];
-                blocks.extend(images.iter().cloned().map(ContentBlock::Image));
+                blocks.extend(attached.iter().cloned());
                 b.content = Some(strata_protocol::message::ToolResultContent::Blocks(blocks));
             }
             let message = Message::blocks(Role::User, vec![block.clone()]);

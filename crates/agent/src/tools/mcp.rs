@@ -75,16 +75,18 @@ fn to_output(out: CallOutput, call: &ToolCall, ctx: &ToolContext) -> ToolOutput 
     let images: Vec<_> = out
         .images
         .iter()
-        .map(|image| strata_protocol::message::ImageBlock {
-            source: json!({"type": "base64", "media_type": image.mime_type, "data": image.data}),
-            extra: serde_json::Map::new(),
+        .map(|image| {
+            strata_protocol::message::ContentBlock::Image(strata_protocol::message::ImageBlock {
+                source: json!({"type": "base64", "media_type": image.mime_type, "data": image.data}),
+                extra: serde_json::Map::new(),
+            })
         })
         .collect();
     let output = ToolOutput {
         content: text,
         is_error: out.is_error,
         detail: Some(out.raw),
-        images: (!images.is_empty()).then(|| Box::new(images)),
+        attachments: (!images.is_empty()).then(|| Box::new(images)),
         ..ToolOutput::default()
     };
     output.capped(&call.id, ctx.hooks.as_ref())
@@ -343,8 +345,11 @@ mod tests {
             &call,
             &ctx,
         );
-        let images = img.images.unwrap();
-        assert_eq!(images[0].source["media_type"], "image/png");
+        let images = img.attachments.unwrap();
+        let strata_protocol::message::ContentBlock::Image(image) = &images[0] else {
+            panic!("{images:?}");
+        };
+        assert_eq!(image.source["media_type"], "image/png");
         assert_eq!(img.content, "(1 image(s))");
     }
 

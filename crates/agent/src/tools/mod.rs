@@ -11,7 +11,7 @@
 //! file up before its first edit in a turn, where large outputs go, and the todo list.
 //!
 //! The tool set ([`default_tools`], [`ToolRegistry`]): [`Bash`], [`Read`], [`Write`],
-//! [`Edit`], [`Glob`], [`Grep`], [`TodoWrite`], [`TaskOutput`], [`TaskStop`], [`EnterPlanMode`], [`ExitPlanMode`],
+//! [`Edit`], [`NotebookEdit`], [`Glob`], [`Grep`], [`TodoWrite`], [`TaskOutput`], [`TaskStop`], [`EnterPlanMode`], [`ExitPlanMode`],
 //! [`AskUserQuestion`], [`Skill`], [`WebFetch`], [`WebSearch`]. Names, input fields and their meaning
 //! follow the reference agent's public tool documentation, so models trained on it use
 //! them correctly; descriptions and messages are strata's own.
@@ -25,9 +25,12 @@ mod glob;
 mod grep;
 mod input;
 pub mod mcp;
+mod notebook;
+mod notebook_edit;
 mod output;
 mod plan;
 mod read;
+mod read_media;
 mod skill;
 mod tasks;
 mod todo;
@@ -55,6 +58,7 @@ pub use self::files::{FileReadState, ReadStamp};
 pub use self::glob::Glob;
 pub use self::grep::Grep;
 pub(crate) use self::input::parse as input_parse;
+pub use self::notebook_edit::NotebookEdit;
 pub use self::output::MAX_INLINE_OUTPUT_CHARS;
 pub(crate) use self::plan::plan_slug;
 pub use self::plan::{EnterPlanMode, ExitPlanMode};
@@ -176,10 +180,11 @@ pub struct ToolOutput {
     pub lines_added: u64,
     /// Lines removed by this call (file edits), for the session counters.
     pub lines_removed: u64,
-    /// Images sent to the model after the text (MCP tools' image results), as image
-    /// blocks of the tool result. Boxed: almost every output has none, and a tool
-    /// output stays small enough to be returned as an error by value.
-    pub images: Option<Box<Vec<strata_protocol::message::ImageBlock>>>,
+    /// Blocks sent to the model after the text, as blocks of the tool result: images
+    /// (Read of an image, MCP tools' image results) and documents (Read of a PDF).
+    /// Boxed: almost every output has none, and a tool output stays small enough to be
+    /// returned as an error by value.
+    pub attachments: Option<Box<Vec<strata_protocol::message::ContentBlock>>>,
 }
 
 impl ToolOutput {
@@ -474,6 +479,7 @@ pub fn default_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(Read),
         Arc::new(Edit),
         Arc::new(Write),
+        Arc::new(NotebookEdit),
         Arc::new(TodoWrite),
         Arc::new(TaskOutput),
         Arc::new(TaskStop),
@@ -540,11 +546,7 @@ impl ToolRegistry {
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools
             .iter()
-            .map(|t| ToolDefinition {
-                name: t.name().to_owned(),
-                description: t.describe().into_owned(),
-                input_schema: t.input_schema(),
-            })
+            .map(|t| ToolDefinition::function(t.name(), t.describe(), t.input_schema()))
             .collect()
     }
 

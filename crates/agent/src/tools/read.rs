@@ -1,4 +1,6 @@
-//! The Read tool: a text file's lines, numbered, from `offset` for `limit` lines.
+//! The Read tool: a text file's lines, numbered, from `offset` for `limit` lines; an
+//! image, a PDF (whole, or the `pages` asked for) or a Jupyter notebook shown as the
+//! model can use it ([`read_media`](super::read_media), [`notebook`](super::notebook)).
 //!
 //! Lines are numbered like `cat -n` (right-aligned, then `→` and the line, the reference
 //! agent's layout, which models are used to). Lines longer than 2,000 characters are cut
@@ -16,7 +18,9 @@ use serde_json::{Value, json};
 
 use super::files::{ReadStamp, absolute_path, blocking_checked};
 use super::input::{invalid, parse};
+use super::notebook::{Notebook, render};
 use super::output::truncate_line;
+use super::read_media::{self, FileKind, PageRange};
 use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput, lock};
 
 /// Lines shown when no `limit` is given.
@@ -39,6 +43,9 @@ struct ReadInput {
     offset: Option<u64>,
     #[serde(default)]
     limit: Option<u64>,
+    /// Only read for PDFs; a blank value is no value.
+    #[serde(default)]
+    pages: Option<Value>,
 }
 
 struct Checked {
@@ -46,6 +53,8 @@ struct Checked {
     /// 1-based first line.
     start: usize,
     limit: usize,
+    /// The PDF pages asked for.
+    pages: Option<PageRange>,
 }
 
 fn check(input: &Value) -> Result<Checked, ToolOutput> {
@@ -55,7 +64,28 @@ fn check(input: &Value) -> Result<Checked, ToolOutput> {
         return Err(invalid("Read", "limit", "must be at least 1"));
     }
     let to_usize = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    if parsed.pages.as_ref().is_some_and(|p| !p.is_string()) {
+        return Err(invalid(
+            "Read",
+            "pages",
+            "must be a text such as \"1-5\" or \"3\"",
+        ));
+    }
+    let pages = match read_media::pages_input(parsed.pages.as_ref()) {
+        None => None,
+        Some(text) => {
+            if FileKind::of(&path) != FileKind::Pdf {
+                return Err(invalid(
+                    "Read",
+                    "pages",
+                    "applies to PDF files only; leave it out for other files",
+                ));
+            }
+            Some(PageRange::parse(text).map_err(|e| invalid("Read", "pages", e))?)
+        }
+    };
     Ok(Checked {
+        pages,
         path,
         // The first line is 1; 0 is accepted as "from the start" too.
         start: parsed.offset.map_or(1, |o| to_usize(o).max(1)),
@@ -63,13 +93,19 @@ fn check(input: &Value) -> Result<Checked, ToolOutput> {
     })
 }
 
-const DESCRIPTION: &str = "Reads a text file and returns its lines numbered from 1.\n\
+const DESCRIPTION: &str = "Reads a file. Text files come back as lines numbered from 1.\n\
 \n\
 - `file_path` must be an absolute path.\n\
 - By default up to 2000 lines from the start are returned; for long files pass `offset` (the \
 line number to start at) and `limit` (how many lines).\n\
 - Lines longer than 2000 characters are cut.\n\
-- Directories and binary files are refused: use Glob or `ls` to list a directory.\n\
+- Images (PNG, JPEG, GIF, WebP) are shown to you as images; large ones are scaled down. Read \
+screenshots and diagrams the user points to this way.\n\
+- PDFs are shown page by page, text and images. A PDF of more than 10 pages needs `pages` (for \
+example \"1-5\"), at most 20 pages a call.\n\
+- Jupyter notebooks (.ipynb) are shown as their cells with outputs; change them with \
+NotebookEdit.\n\
+- Directories and other binary files are refused: use Glob or `ls` to list a directory.\n\
 - Read a file before changing it with Edit or Write: they refuse files that were not read \
 or that changed since.";
 
@@ -88,7 +124,8 @@ impl Tool for Read {
             "properties": {
                 "file_path": {"type": "string", "description": "The absolute path of the file"},
                 "offset": {"type": "integer", "minimum": 0, "description": "The line number to start at (1 is the first line)"},
-                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read"}
+                "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read"},
+                "pages": {"type": "string", "description": "For PDF files only: the pages to read, such as \"1-5\", \"3\" or \"10-20\" (from 1, at most 20 a call). Leave it out for other files."}
             },
             "required": ["file_path"],
             "additionalProperties": false
@@ -113,6 +150,49 @@ impl Tool for Read {
             blocking_checked(check(&call.input), move |c| read_file(&c, &ctx2)).await
         })
     }
+}
+
+/// Read of a notebook: its cells with their outputs, image outputs attached.
+fn read_notebook(path: &Path, ctx: &ToolContext) -> ToolOutput {
+    let shown = path.display();
+    let text = match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),
+    };
+    let nb = match Notebook::parse(path, &text) {
+        Ok(nb) => nb,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let rendered = render(&nb, &|t| ctx.hooks.redact(t).into_owned());
+    let mut content = if rendered.cells == 0 {
+        format!("(The notebook {shown} has no cells.)")
+    } else {
+        rendered.text
+    };
+    if content.len() > MAX_RESULT_CHARS {
+        let mut cut = MAX_RESULT_CHARS;
+        while !content.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        content.truncate(cut);
+        content.push_str(&format!(
+            "\n\n[The notebook is longer than {MAX_RESULT_CHARS} characters and was cut here; \
+             read its cells' sources with Bash and `jq` if you need the rest.]"
+        ));
+    }
+    let detail = json!({
+        "type": "notebook",
+        "file": {
+            "filePath": path,
+            "cells": rendered.cells,
+            "language": nb.language(),
+        }
+    });
+    let mut out = ToolOutput::ok(content).with_detail(detail);
+    if !rendered.images.is_empty() {
+        out.attachments = Some(Box::new(rendered.images));
+    }
+    out
 }
 
 /// The `file_path`-style field of `input` as a path subject.
@@ -140,6 +220,18 @@ fn read_file(c: &Checked, ctx: &ToolContext) -> ToolOutput {
         ));
     }
     let stamp = ReadStamp::of(&meta);
+    let media = match FileKind::of(path) {
+        FileKind::Text => None,
+        FileKind::Image => Some(read_media::read_image(path)),
+        FileKind::Pdf => Some(read_media::read_pdf(path, c.pages)),
+        FileKind::Notebook => Some(read_notebook(path, ctx)),
+    };
+    if let Some(out) = media {
+        if !out.is_error {
+            lock(&ctx.read_files).record(path.clone(), stamp);
+        }
+        return out;
+    }
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) => return ToolOutput::error(format!("Cannot read {shown}: {e}")),

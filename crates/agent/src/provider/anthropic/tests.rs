@@ -20,16 +20,12 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         system: "You are strata.".into(),
         messages,
         tools: vec![
-            ToolDefinition {
-                name: "Read".into(),
-                description: "read a file".into(),
-                input_schema: json!({"type": "object"}),
-            },
-            ToolDefinition {
-                name: "Bash".into(),
-                description: "run a command".into(),
-                input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-            },
+            ToolDefinition::function("Read", "read a file", json!({"type": "object"})),
+            ToolDefinition::function(
+                "Bash",
+                "run a command",
+                json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+            ),
         ],
         max_tokens: 1000,
         thinking_budget: None,
@@ -308,4 +304,26 @@ proptest! {
         }
         prop_assert_eq!(whole, expected);
     }
+}
+
+#[test]
+fn a_server_tool_is_sent_as_the_apis_own_spec_not_as_a_function() {
+    let mut req = request(vec![Message::user_text("search")]);
+    req.tools = vec![
+        ToolDefinition::function("Read", "read a file", json!({"type": "object"})),
+        ToolDefinition::server_tool(crate::provider::ServerTool::WebSearch(
+            crate::provider::WebSearchSpec {
+                max_uses: Some(8),
+                allowed_domains: vec!["docs.rs".into()],
+                blocked_domains: Vec::new(),
+            },
+        )),
+    ];
+    let v = body(req, false);
+    assert_eq!(
+        v["tools"][1],
+        json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 8, "allowed_domains": ["docs.rs"]})
+    );
+    assert_eq!(v["tools"][0]["name"], "Read");
+    assert!(v.to_string().find("x-strata").is_none(), "{v}");
 }

@@ -6,6 +6,7 @@
 //! | user text / image blocks             | `role: user`; text only → one string (blocks joined with a blank line, which every local server accepts); with images → content parts (`image_url`, base64 as a data URL) |
 //! | user `tool_result` blocks            | one `role: tool` message each, `tool_call_id`, text content (`Error: ` first when `is_error`); they come before the user's other blocks, since tool messages must follow the assistant's call |
 //! | images inside a tool result          | content parts of a user message after the tool messages (tool messages carry text only) |
+//! | documents (PDFs) inside a tool result | a note in the tool message's text that the document could not be sent |
 //! | assistant text blocks                | `content`, concatenated                            |
 //! | assistant `tool_use` blocks          | `tool_calls: [{id, type: function, function: {name, arguments}}]`, arguments as a JSON string |
 //! | thinking, redacted thinking, unknown | dropped (no place for them)                       |
@@ -40,11 +41,22 @@ pub(super) fn request_body(
     };
     body.insert(limit.into(), json!(request.max_tokens));
     if !request.tools.is_empty() {
-        // Server tools are the Anthropic API's; a chat-completions server has none.
+        // Server tools (web search) are the Anthropic API's; a chat-completions server
+        // has none, so they are left out. strata's own callers (WebSearch) refuse with
+        // this provider before they build such a request; one that arrives anyway is
+        // dropped with a note in the log rather than sent as a function the model could
+        // call and nobody would run.
+        for t in request.tools.iter().filter(|t| t.server.is_some()) {
+            tracing::debug!(
+                tool = %t.name,
+                "left out of the request: a server tool of the Anthropic API, which an \
+                 OpenAI-compatible server does not have"
+            );
+        }
         let tools = request
             .tools
             .iter()
-            .filter(|t| t.server_spec().is_none())
+            .filter(|t| t.server.is_none())
             .map(|t| {
                 json!({
                     "type": "function",
@@ -108,6 +120,22 @@ fn user_blocks(blocks: &[ContentBlock], out: &mut Vec<Value>) {
                                         text.push_str(&t.text);
                                     }
                                     ContentBlock::Image(image) => parts.push(image_part(image)),
+                                    // Chat completions has no document part: the model
+                                    // is told the PDF could not be shown, not left
+                                    // believing it saw it.
+                                    ContentBlock::Unknown(m)
+                                        if m.get("type").and_then(Value::as_str)
+                                            == Some("document") =>
+                                    {
+                                        if !text.is_empty() {
+                                            text.push('\n');
+                                        }
+                                        text.push_str(
+                                            "[A PDF document was attached here, but this model \
+                                             service cannot receive documents; extract its text \
+                                             with a command (for example pdftotext) instead.]",
+                                        );
+                                    }
                                     _ => {}
                                 }
                             }
@@ -250,6 +278,31 @@ mod tests {
     }
 
     #[test]
+    fn a_document_in_a_tool_result_becomes_a_note_for_the_model() {
+        let mut doc = Map::new();
+        doc.insert("type".into(), json!("document"));
+        doc.insert(
+            "source".into(),
+            json!({"type": "base64", "media_type": "application/pdf", "data": "JVBE"}),
+        );
+        let result = ContentBlock::ToolResult(strata_protocol::message::ToolResultBlock {
+            tool_use_id: "toolu_1".into(),
+            content: Some(ToolResultContent::Blocks(vec![
+                ContentBlock::text("PDF /a.pdf: 1 page(s)"),
+                ContentBlock::Unknown(doc),
+            ])),
+            is_error: None,
+            extra: Map::new(),
+        });
+        let messages = chat_messages("", &[Arc::new(Message::blocks(Role::User, vec![result]))]);
+        let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
+        let text = tool["content"].as_str().unwrap();
+        assert!(text.starts_with("PDF /a.pdf"), "{text}");
+        assert!(text.contains("cannot receive documents"), "{text}");
+        assert!(!text.contains("JVBE"), "{text}");
+    }
+
+    #[test]
     fn images_become_data_url_parts() {
         let image = ContentBlock::Image(ImageBlock {
             source: json!({"type": "base64", "media_type": "image/jpeg", "data": "AAAA"}),
@@ -277,11 +330,14 @@ mod tests {
             model: "llama".into(),
             system: String::new(),
             messages: vec![Arc::new(Message::user_text("hi"))],
-            tools: vec![crate::provider::ToolDefinition {
-                name: "Bash".into(),
-                description: "run".into(),
-                input_schema: json!({"type": "object"}),
-            }],
+            tools: vec![
+                crate::provider::ToolDefinition::function("Bash", "run", json!({"type": "object"})),
+                crate::provider::ToolDefinition::server_tool(
+                    crate::provider::ServerTool::WebSearch(
+                        crate::provider::WebSearchSpec::default(),
+                    ),
+                ),
+            ],
             max_tokens: 100,
             thinking_budget: None,
         };
@@ -293,6 +349,8 @@ mod tests {
             local["tools"][0]["function"]["parameters"],
             json!({"type": "object"})
         );
+        // The server tool is the Anthropic API's: left out here.
+        assert_eq!(local["tools"].as_array().unwrap().len(), 1, "{local}");
         let openai: Value = serde_json::from_slice(&request_body(&request, true).unwrap()).unwrap();
         assert_eq!(openai["max_completion_tokens"], 100);
         assert!(openai.get("max_tokens").is_none());
