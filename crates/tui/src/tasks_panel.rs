@@ -382,12 +382,24 @@ impl TasksPanel {
 
 /// The status's icon, colour and word.
 fn status_look(row: &TaskRow) -> (&'static str, Style, &'static str) {
-    match row.status {
-        TaskStatus::Pending => ("○", Style::default().fg(Color::Yellow), "starting"),
-        TaskStatus::Running => ("●", Style::default().fg(Color::Yellow), "running"),
-        TaskStatus::Completed => ("✓", Style::default().fg(Color::Green), "completed"),
-        TaskStatus::Failed => ("✗", Style::default().fg(Color::Red), "failed"),
-        TaskStatus::Killed => ("■", Style::default().fg(Color::DarkGray), "stopped"),
+    let (icon, color) = match row.status {
+        TaskStatus::Pending => ("○", Color::Yellow),
+        TaskStatus::Running => ("●", Color::Yellow),
+        TaskStatus::Completed => ("✓", Color::Green),
+        TaskStatus::Failed => ("✗", Color::Red),
+        TaskStatus::Killed => ("■", Color::DarkGray),
+    };
+    (icon, Style::default().fg(color), status_word(row.status))
+}
+
+/// A status in the panel's words.
+pub fn status_word(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Pending => "starting",
+        TaskStatus::Running => "running",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Killed => "stopped",
     }
 }
 

@@ -144,7 +144,7 @@ impl App {
                 let title = format!(
                     "agent {id} · {} · {}",
                     task.description,
-                    format!("{:?}", task.status).to_lowercase()
+                    tasks_panel::status_word(task.status)
                 );
                 let TaskKind::LocalAgent(agent) = &task.kind else {
                     return (title, Vec::new());
