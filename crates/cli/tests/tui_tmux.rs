@@ -516,7 +516,9 @@ async fn an_ask_user_question_answered_in_the_ui_reaches_the_model() {
     let requests = server.requests();
     let last = String::from_utf8_lossy(&requests.last().unwrap().body).into_owned();
     assert!(
-        last.contains(r#"User has answered your questions: \"Which database should we use?\"=\"SQLite\""#),
+        last.contains(
+            r#"User has answered your questions: \"Which database should we use?\"=\"SQLite\""#
+        ),
         "{last}"
     );
 }

@@ -317,7 +317,10 @@ pub fn approval_pending(global: &GlobalConfigFile, root: &Path, name: &str) -> b
 
 /// Approves every server of the project's `.mcp.json`, now and later ones
 /// (`enableAllProjectMcpServers`, the reference agent's key).
-pub fn approve_all_project_servers(global: &GlobalConfigFile, root: &Path) -> Result<(), EditError> {
+pub fn approve_all_project_servers(
+    global: &GlobalConfigFile,
+    root: &Path,
+) -> Result<(), EditError> {
     global.update_raw(|g| {
         let projects = object_at(g, "projects");
         let entry = object_at(projects, &project_key(root));
@@ -328,7 +331,9 @@ pub fn approve_all_project_servers(global: &GlobalConfigFile, root: &Path) -> Re
 
 /// Why a rejected project server is not started (its status).
 pub fn rejected_reason(name: &str) -> String {
-    format!("project server {name:?} from .mcp.json was rejected; approve it with `strata mcp approve {name}`")
+    format!(
+        "project server {name:?} from .mcp.json was rejected; approve it with `strata mcp approve {name}`"
+    )
 }
 
 /// Remembers the user's answer for project server `name` (approved or rejected).
@@ -420,7 +425,10 @@ mod tests {
         .unwrap();
         assert!(approval_pending(&global, &root, "p"));
         set_project_approval(&global, &root, "p", false).unwrap();
-        assert!(!approval_pending(&global, &root, "p"), "rejected: not asked again");
+        assert!(
+            !approval_pending(&global, &root, "p"),
+            "rejected: not asked again"
+        );
         assert!(approval_pending(&global, &root, "q"));
         approve_all_project_servers(&global, &root).unwrap();
         assert!(!approval_pending(&global, &root, "q"));

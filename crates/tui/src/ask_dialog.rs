@@ -140,9 +140,7 @@ impl AskDialog {
                 self.current = self.current.saturating_sub(1);
             }
             KeyCode::Right if !self.on_other() || self.states[self.current].other.is_empty() => {
-                if self.current + 1 < self.questions.len() {
-                    self.current += 1;
-                }
+                self.current = (self.current + 1).min(self.questions.len() - 1);
             }
             KeyCode::Enter => return self.confirm(),
             KeyCode::Backspace if self.on_other() => {
@@ -287,7 +285,10 @@ impl AskDialog {
         let q = self.question();
         let s = &self.states[self.current];
         for l in wrap(&q.question, w.max(1)) {
-            lines.push(Line::styled(l, Style::default().add_modifier(Modifier::BOLD)));
+            lines.push(Line::styled(
+                l,
+                Style::default().add_modifier(Modifier::BOLD),
+            ));
         }
         if q.multi_select {
             lines.push(Line::styled("(choose any: space ticks)", dim));

@@ -152,7 +152,10 @@ fn the_dialog_fits_narrow_terminals() {
     let (d, _rx) = dialog();
     for width in [20u16, 40] {
         for line in d.render(width) {
-            assert!(crate::text::line_width(&line) <= usize::from(width), "{width}: {line}");
+            assert!(
+                crate::text::line_width(&line) <= usize::from(width),
+                "{width}: {line}"
+            );
         }
     }
 }

@@ -291,9 +291,7 @@ async fn viewer<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                 KeyCode::PageDown => back = back.saturating_sub(rows),
                 KeyCode::Char('r') => app.viewer_reload(),
                 KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => break Ok(()),
-                KeyCode::Char('c' | 'd')
-                    if k.modifiers.contains(event::KeyModifiers::CONTROL) =>
-                {
+                KeyCode::Char('c' | 'd') if k.modifiers.contains(event::KeyModifiers::CONTROL) => {
                     break Ok(());
                 }
                 _ => {}

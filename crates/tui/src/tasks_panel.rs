@@ -180,7 +180,8 @@ impl TasksPanel {
             .and_then(|id| self.rows.iter().position(|r| r.id == id))
             .unwrap_or(self.selected)
             .min(self.rows.len().saturating_sub(1));
-        self.tails.retain(|id, _| self.rows.iter().any(|r| &r.id == id));
+        self.tails
+            .retain(|id, _| self.rows.iter().any(|r| &r.id == id));
         // New rows want their last lines now.
         self.tails_read = None;
     }

@@ -15,7 +15,13 @@ fn key(code: KeyCode) -> KeyEvent {
 
 const T0: u64 = 1_700_000_000_000;
 
-fn shell(id: &str, command: &str, status: TaskStatus, end: Option<u64>, out: Option<&Path>) -> TaskState {
+fn shell(
+    id: &str,
+    command: &str,
+    status: TaskStatus,
+    end: Option<u64>,
+    out: Option<&Path>,
+) -> TaskState {
     TaskState {
         status,
         end_time_ms: end,
@@ -74,13 +80,22 @@ fn snapshot_tasks_panel_lists_running_then_finished_with_elapsed_and_last_line()
     let tasks = map(vec![
         shell("b1", "cargo test", TaskStatus::Running, None, Some(&out)),
         agent("a1", TaskStatus::Running),
-        shell("b0", "npm run build", TaskStatus::Completed, Some(T0 + 65_000), None),
+        shell(
+            "b0",
+            "npm run build",
+            TaskStatus::Completed,
+            Some(T0 + 65_000),
+            None,
+        ),
     ]);
     let mut panel = TasksPanel::new(rows(&tasks));
     assert!(panel.refresh_tails(Instant::now()));
     let ids: Vec<&str> = panel.rows().iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["b1", "a1", "b0"]);
-    insta::assert_snapshot!(crate::vt_snapshot::screen(&panel.render(80, T0 + 90_000), 80));
+    insta::assert_snapshot!(crate::vt_snapshot::screen(
+        &panel.render(80, T0 + 90_000),
+        80
+    ));
 }
 
 #[test]
@@ -96,12 +111,27 @@ fn keys_stop_a_running_task_dismiss_a_finished_one_and_open_the_selected() {
         shell("b0", "true", TaskStatus::Completed, Some(T0 + 1), None),
     ]);
     let mut panel = TasksPanel::new(rows(&tasks));
-    assert_eq!(panel.on_key(key(KeyCode::Char('x'))), PanelAction::Stop("b1".into()));
-    assert!(matches!(panel.on_key(key(KeyCode::Char('d'))), PanelAction::Explain(_)));
+    assert_eq!(
+        panel.on_key(key(KeyCode::Char('x'))),
+        PanelAction::Stop("b1".into())
+    );
+    assert!(matches!(
+        panel.on_key(key(KeyCode::Char('d'))),
+        PanelAction::Explain(_)
+    ));
     assert_eq!(panel.on_key(key(KeyCode::Down)), PanelAction::None);
-    assert_eq!(panel.on_key(key(KeyCode::Char('d'))), PanelAction::Dismiss("b0".into()));
-    assert!(matches!(panel.on_key(key(KeyCode::Char('x'))), PanelAction::Explain(_)));
-    assert_eq!(panel.on_key(key(KeyCode::Enter)), PanelAction::Open("b0".into()));
+    assert_eq!(
+        panel.on_key(key(KeyCode::Char('d'))),
+        PanelAction::Dismiss("b0".into())
+    );
+    assert!(matches!(
+        panel.on_key(key(KeyCode::Char('x'))),
+        PanelAction::Explain(_)
+    ));
+    assert_eq!(
+        panel.on_key(key(KeyCode::Enter)),
+        PanelAction::Open("b0".into())
+    );
     assert_eq!(panel.on_key(key(KeyCode::Esc)), PanelAction::Close);
 }
 
@@ -131,7 +161,10 @@ fn rows_fit_narrow_terminals() {
     let panel = TasksPanel::new(rows(&tasks));
     for width in [20u16, 40, 79] {
         for line in panel.render(width, T0 + 3_700_000) {
-            assert!(crate::text::line_width(&line) <= usize::from(width), "{width}: {line}");
+            assert!(
+                crate::text::line_width(&line) <= usize::from(width),
+                "{width}: {line}"
+            );
         }
     }
     assert_eq!(human_duration(3_700_000), "1h 1m");

@@ -25,10 +25,7 @@ pub(crate) fn screen(lines: &[Line<'static>], width: u16) -> String {
     while rows.last().is_some_and(|r| r.trim().is_empty()) {
         rows.pop();
     }
-    let mut out: String = rows
-        .iter()
-        .map(|r| format!("{}\n", r.trim_end()))
-        .collect();
+    let mut out: String = rows.iter().map(|r| format!("{}\n", r.trim_end())).collect();
     out.push_str("--- styles ---\n");
     for row in 0..u16::try_from(rows.len()).unwrap_or(0) {
         let mut run: Option<(u16, String)> = None;

@@ -169,7 +169,11 @@ impl Ui {
 fn pids_with_arg(arg: &str) -> Vec<i32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -213,17 +217,24 @@ async fn tasks_panel_lists_a_background_shell_stops_it_through_the_engine_and_di
     })
     .await;
     let screen = ui.screen();
-    assert!(screen.contains("Background tasks · 1 running · 0 finished"), "{screen}");
+    assert!(
+        screen.contains("Background tasks · 1 running · 0 finished"),
+        "{screen}"
+    );
     assert!(screen.contains("shell"), "{screen}");
     assert!(screen.contains("the sleeper"), "{screen}");
     assert!(screen.contains("running · "), "{screen}");
     ui.scrollback();
     // x stops it through the engine's stop path: the process is gone.
     ui.key(KeyCode::Char('x'));
-    ui.until("the task to be stopped", |u| u.screen().contains("stopped · "))
-        .await;
-    ui.until("the process to be gone", |_| pids_with_arg(&marker).is_empty())
-        .await;
+    ui.until("the task to be stopped", |u| {
+        u.screen().contains("stopped · ")
+    })
+    .await;
+    ui.until("the process to be gone", |_| {
+        pids_with_arg(&marker).is_empty()
+    })
+    .await;
     // Its end is one line in the history.
     let mut history = String::new();
     ui.until("the end's history line", |u| {
@@ -232,7 +243,10 @@ async fn tasks_panel_lists_a_background_shell_stops_it_through_the_engine_and_di
     })
     .await;
     assert_eq!(history.matches("the sleeper").count(), 1, "{history}");
-    assert!(!ui.screen().contains("background task ·"), "no count once none runs");
+    assert!(
+        !ui.screen().contains("background task ·"),
+        "no count once none runs"
+    );
     // d dismisses it.
     ui.key(KeyCode::Char('d'));
     ui.until("the task to go", |u| {
@@ -286,8 +300,14 @@ async fn sl3_a_background_agent_opened_from_the_panel_is_retained_then_released(
     let TaskKind::LocalAgent(agent) = &state.tasks.tasks.get(&viewed).unwrap().kind else {
         panic!("not an agent");
     };
-    assert!(!agent.retain && agent.messages.is_empty(), "leaving releases it");
-    assert!(agent.evict_after_ms.is_some(), "a finished agent is due for eviction");
+    assert!(
+        !agent.retain && agent.messages.is_empty(),
+        "leaving releases it"
+    );
+    assert!(
+        agent.evict_after_ms.is_some(),
+        "a finished agent is due for eviction"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -313,12 +333,17 @@ async fn ask_user_question_is_answered_in_the_dialog_and_the_answer_reaches_the_
     })
     .await;
     let screen = ui.screen();
-    assert!(screen.contains("1. PostgreSQL") && screen.contains("3. Other"), "{screen}");
+    assert!(
+        screen.contains("1. PostgreSQL") && screen.contains("3. Other"),
+        "{screen}"
+    );
     ui.key(KeyCode::Char('2'));
     ui.turn_done().await;
     let transcript = std::fs::read_to_string(ui.engine.transcript_path()).unwrap();
     assert!(
-        transcript.contains(r#"User has answered your questions: \"Which database should we use?\"=\"SQLite\""#),
+        transcript.contains(
+            r#"User has answered your questions: \"Which database should we use?\"=\"SQLite\""#
+        ),
         "{transcript}"
     );
     let _ = &ui.cfg;
@@ -340,8 +365,14 @@ async fn slash_agents_lists_built_in_and_project_agent_types() {
     let listed = ui.scrollback();
     assert!(listed.contains("general-purpose"), "{listed}");
     assert!(listed.contains("Explore"), "{listed}");
-    assert!(listed.contains("reviewer") && listed.contains("Reviews a diff for bugs"), "{listed}");
-    assert!(listed.contains("reviewer.md") && listed.contains("tools Read, Grep"), "{listed}");
+    assert!(
+        listed.contains("reviewer") && listed.contains("Reviews a diff for bugs"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("reviewer.md") && listed.contains("tools Read, Grep"),
+        "{listed}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -357,20 +388,35 @@ async fn project_mcp_servers_are_asked_about_at_start_and_the_answers_are_rememb
     assert_eq!(ui.engine.project_servers_awaiting_approval(), ["p", "q"]);
     ui.app.ask_mcp_approvals();
     let screen = ui.screen();
-    assert!(screen.contains("New MCP server found in .mcp.json: p"), "{screen}");
-    assert!(screen.contains("Use this and all future MCP servers in this project"), "{screen}");
+    assert!(
+        screen.contains("New MCP server found in .mcp.json: p"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Use this and all future MCP servers in this project"),
+        "{screen}"
+    );
     // "Use this MCP server": remembered for the project, and started now.
     ui.key(KeyCode::Down);
     ui.key(KeyCode::Enter);
     let config = std::fs::read_to_string(ui.cfg.join("config.json")).unwrap();
-    assert!(config.contains("enabledMcpjsonServers") && config.contains("\"p\""), "{config}");
+    assert!(
+        config.contains("enabledMcpjsonServers") && config.contains("\"p\""),
+        "{config}"
+    );
     ui.until("p to leave the not-approved status", |u| {
-        !u.engine.mcp_status().to_string().contains("\"p\" from .mcp.json is not approved")
+        !u.engine
+            .mcp_status()
+            .to_string()
+            .contains("\"p\" from .mcp.json is not approved")
     })
     .await;
     // q is asked next; Esc leaves it for next time (not started, not remembered).
     let screen = ui.screen();
-    assert!(screen.contains("New MCP server found in .mcp.json: q"), "{screen}");
+    assert!(
+        screen.contains("New MCP server found in .mcp.json: q"),
+        "{screen}"
+    );
     ui.key(KeyCode::Esc);
     assert_eq!(ui.engine.project_servers_awaiting_approval(), ["q"]);
     ui.app.ask_mcp_approvals();

@@ -23,8 +23,8 @@ mod permission_updates;
 mod tasks;
 pub(crate) use self::permission_updates::apply_permission_updates;
 mod small_model;
-mod web_search;
 mod ui_ops;
+mod web_search;
 pub(crate) use crate::record;
 pub(crate) mod tool_services;
 

@@ -139,7 +139,10 @@ impl App {
         match &self.viewed {
             Some(Viewed::Agent(id)) => {
                 let Some(task) = state.tasks.tasks.get(&TaskId::from_string(id)) else {
-                    return (format!("agent {id}"), vec![Line::from("(the task is gone)")]);
+                    return (
+                        format!("agent {id}"),
+                        vec![Line::from("(the task is gone)")],
+                    );
                 };
                 let title = format!(
                     "agent {id} · {} · {}",
@@ -163,9 +166,7 @@ impl App {
             Some(Viewed::Shell(id)) => {
                 let task = state.tasks.tasks.get(&TaskId::from_string(id));
                 let (command, file) = match task.map(|t| &t.kind) {
-                    Some(TaskKind::LocalShell(s)) => {
-                        (s.command.to_string(), s.output_file.clone())
-                    }
+                    Some(TaskKind::LocalShell(s)) => (s.command.to_string(), s.output_file.clone()),
                     _ => (String::new(), None),
                 };
                 let title = format!("shell {id} · $ {command}");
@@ -390,7 +391,11 @@ fn read_tail(path: &std::path::Path, max: u64) -> String {
     let text = String::from_utf8_lossy(&buf).into_owned();
     let text = if from > 0 {
         match text.find('\n') {
-            Some(i) => format!("… (earlier output in {})\n{}", path.display(), &text[i + 1..]),
+            Some(i) => format!(
+                "… (earlier output in {})\n{}",
+                path.display(),
+                &text[i + 1..]
+            ),
             None => text,
         }
     } else {
