@@ -198,6 +198,8 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
             if first && picker_first {
                 let _ = app.open_resume("");
             }
+            // Project `.mcp.json` servers nobody answered for yet (issue 15).
+            app.ask_mcp_approvals();
             app.start_status_line();
             let term = match term.as_mut() {
                 Some(t) => t,

@@ -431,3 +431,94 @@ async fn a_resize_in_the_middle_of_a_streaming_answer_keeps_every_line_exactly_o
         );
     });
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_background_task_is_listed_in_the_tasks_panel_and_stopped_from_it() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    // A marker no other process has, so the test can see the task's processes.
+    let marker = format!("8{}.25", std::process::id() % 100_000);
+    server.push(Reply::new().tool_use(
+        "toolu_bg",
+        "Bash",
+        json!({"command": format!("echo tick; sleep {marker}"), "run_in_background": true,
+               "description": "the long sleeper"}),
+    ));
+    server.push(Reply::new().text("The sleeper runs in the background."));
+    let (env2, server2) = (&env, &server);
+    let pane = tokio::task::block_in_place(|| {
+        Pane::start(env2, Some(server2), &["--allowedTools", "Bash"], 100, 30)
+    });
+    let Some(pane) = pane else { return };
+    tokio::task::block_in_place(|| {
+        pane.wait_for("/help");
+        pane.type_text("start the sleeper");
+        pane.keys(&["Enter"]);
+        pane.wait_for("The sleeper runs in the background.");
+        pane.wait_for("1 background task");
+        let start = Instant::now();
+        while headless_support::pids_with_arg(&marker).is_empty() {
+            assert!(start.elapsed() < DEADLINE, "the task did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        pane.type_text("/tasks");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Background tasks · 1 running");
+        let screen = pane.wait_for("the long sleeper");
+        assert!(screen.contains(&format!("sleep {marker}")), "{screen}");
+        pane.keys(&["x"]);
+        pane.wait_for("stopped · ");
+        // Its end is one line in the history.
+        pane.wait_for("the long sleeper\" was stopped");
+        let start = Instant::now();
+        while !headless_support::pids_with_arg(&marker).is_empty() {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "the stopped task's process is still running:\n{}",
+                pane.capture()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        pane.keys(&["Escape"]);
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ask_user_question_answered_in_the_ui_reaches_the_model() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use(
+        "toolu_ask",
+        "AskUserQuestion",
+        json!({"questions": [{"question": "Which database should we use?", "header": "Database",
+            "multiSelect": false,
+            "options": [{"label": "PostgreSQL", "description": "Relational, already deployed"},
+                        {"label": "SQLite", "description": "A file next to the binary"}]}]}),
+    ));
+    server.push(Reply::new().text("SQLite it is, then."));
+    let (env2, server2) = (&env, &server);
+    let pane = tokio::task::block_in_place(|| Pane::start(env2, Some(server2), &[], 100, 30));
+    let Some(pane) = pane else { return };
+    tokio::task::block_in_place(|| {
+        pane.wait_for("/help");
+        pane.type_text("set up the storage");
+        pane.keys(&["Enter"]);
+        let screen = pane.wait_for("Which database should we use?");
+        assert!(screen.contains("3. Other"), "{screen}");
+        pane.keys(&["Down"]);
+        pane.keys(&["Enter"]);
+        pane.wait_for("SQLite it is, then.");
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    });
+    let requests = server.requests();
+    let last = String::from_utf8_lossy(&requests.last().unwrap().body).into_owned();
+    assert!(
+        last.contains(
+            r#"User has answered your questions: \"Which database should we use?\"=\"SQLite\""#
+        ),
+        "{last}"
+    );
+}

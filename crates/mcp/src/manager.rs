@@ -595,6 +595,37 @@ impl McpManager {
         Ok(())
     }
 
+    /// Changes why `server` must not be started (a project server's approval): `None`
+    /// lifts the block and starts it now (unless it is disabled); `Some(reason)` keeps
+    /// it stopped with that reason as its failure status. `Err` for an unknown server.
+    pub fn set_blocked(&self, server: &str, reason: Option<String>) -> Result<(), CallError> {
+        let start = {
+            let mut slots = self.slots();
+            let slot = slots
+                .get_mut(server)
+                .ok_or_else(|| CallError::UnknownServer(server.to_owned()))?;
+            slot.def.blocked.clone_from(&reason);
+            match &reason {
+                Some(why) => {
+                    slot.stop.cancel();
+                    slot.peer = None;
+                    slot.status.send_replace(McpConnectionStatus::Failed {
+                        error: Arc::from(why.as_str()),
+                        stderr_tail: None,
+                    });
+                    false
+                }
+                None => !slot.def.disabled,
+            }
+        };
+        if start {
+            self.reconnect(server)
+        } else {
+            self.publish(server);
+            Ok(())
+        }
+    }
+
     /// Enables or disables `server` for this session (control request `mcp_toggle`).
     pub fn set_enabled(&self, server: &str, enabled: bool) -> Result<(), CallError> {
         {

@@ -156,7 +156,7 @@ pub fn load(inputs: Inputs<'_>) -> Loaded {
             && !(all_approved || enabled.contains(&name)))
             .then(|| {
                 if rejected.contains(&name) {
-                    format!("project server {name:?} from .mcp.json was rejected; approve it with `strata mcp approve {name}`")
+                    rejected_reason(&name)
                 } else {
                     format!("project server {name:?} from .mcp.json is not approved yet; approve it with `strata mcp approve {name}` (or in /mcp)")
                 }
@@ -297,6 +297,45 @@ pub fn remove_server(
     }
 }
 
+/// Whether project server `name` still waits for the user's answer: neither approved
+/// (by name or with every project server) nor rejected. A UI asks about these at start;
+/// a rejected server is not asked about again.
+pub fn approval_pending(global: &GlobalConfigFile, root: &Path, name: &str) -> bool {
+    let Ok(raw) = global.read_raw() else {
+        // An unreadable config file: nothing is approved (fail closed), nothing asked.
+        return false;
+    };
+    let entry = project_entry(&raw, root);
+    let all = entry
+        .and_then(|e| e.get("enableAllProjectMcpServers"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let name = name.to_owned();
+    !all && !names_in(entry, "enabledMcpjsonServers").contains(&name)
+        && !names_in(entry, "disabledMcpjsonServers").contains(&name)
+}
+
+/// Approves every server of the project's `.mcp.json`, now and later ones
+/// (`enableAllProjectMcpServers`, the reference agent's key).
+pub fn approve_all_project_servers(
+    global: &GlobalConfigFile,
+    root: &Path,
+) -> Result<(), EditError> {
+    global.update_raw(|g| {
+        let projects = object_at(g, "projects");
+        let entry = object_at(projects, &project_key(root));
+        entry.insert("enableAllProjectMcpServers".to_owned(), Value::Bool(true));
+    })?;
+    Ok(())
+}
+
+/// Why a rejected project server is not started (its status).
+pub fn rejected_reason(name: &str) -> String {
+    format!(
+        "project server {name:?} from .mcp.json was rejected; approve it with `strata mcp approve {name}`"
+    )
+}
+
 /// Remembers the user's answer for project server `name` (approved or rejected).
 pub fn set_project_approval(
     global: &GlobalConfigFile,
@@ -374,6 +413,27 @@ mod tests {
                 .unwrap()
                 .contains("rejected")
         );
+    }
+
+    #[test]
+    fn only_undecided_project_servers_are_pending_and_approve_all_covers_later_ones() {
+        let (_t, global, root) = setup();
+        std::fs::write(
+            root.join(".mcp.json"),
+            r#"{"mcpServers":{"p":{"command":"x"},"q":{"command":"y"}}}"#,
+        )
+        .unwrap();
+        assert!(approval_pending(&global, &root, "p"));
+        set_project_approval(&global, &root, "p", false).unwrap();
+        assert!(
+            !approval_pending(&global, &root, "p"),
+            "rejected: not asked again"
+        );
+        assert!(approval_pending(&global, &root, "q"));
+        approve_all_project_servers(&global, &root).unwrap();
+        assert!(!approval_pending(&global, &root, "q"));
+        let loaded = load_with(&global, &root, &[], false);
+        assert!(loaded.servers.iter().all(|s| s.blocked.is_none()));
     }
 
     #[test]

@@ -55,6 +55,13 @@ pub enum UiEvent {
     StatusLine(String),
     /// Something finished in the background and has a line to show.
     Notice(String),
+    /// A background task ended (`system/task_notification`): its one-line summary.
+    TaskEnded {
+        /// What happened (`Background command "x" completed (exit code 0)`).
+        summary: String,
+        /// It completed (rather than failed or was stopped).
+        ok: bool,
+    },
 }
 
 /// The sending half, cloned into every port.
@@ -110,11 +117,22 @@ impl EventSink for UiEvents {
         // A turn's end comes from the task that ran it (with the same `result`), once:
         // a second copy from here could arrive after the next turn started and end that
         // one early. What else the stream says is in the store.
-        if let SdkMessage::System(strata_protocol::sdk::SystemMessage::CompactBoundary(_)) = message
-        {
-            let _ = self
-                .tx
-                .send(UiEvent::Notice("Conversation compacted".into()));
+        use strata_protocol::sdk::{SystemMessage, TaskEndStatus};
+        match message {
+            SdkMessage::System(SystemMessage::CompactBoundary(_)) => {
+                let _ = self
+                    .tx
+                    .send(UiEvent::Notice("Conversation compacted".into()));
+            }
+            // One line in the history; the model hears of it through the engine's
+            // own notification queue.
+            SdkMessage::System(SystemMessage::TaskNotification(n)) => {
+                let _ = self.tx.send(UiEvent::TaskEnded {
+                    summary: n.summary,
+                    ok: n.status == TaskEndStatus::Completed,
+                });
+            }
+            _ => {}
         }
     }
 }

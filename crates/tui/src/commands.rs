@@ -18,12 +18,15 @@ const HELP: &str = "\
 /context           how full the context window is, by part (and the memory files)
 /compact [notes]   summarise the conversation to free the context (notes: what to keep)
 /mcp               the MCP servers: status, reconnect, enable or disable
+/tasks             background shells and agents: view, stop (x), dismiss (d); also ↓
+/agents            the agent types (built-in, .strata/agents, .claude/agents)
 /status            session id, model, permission mode, working directory
 /export <file>     write the conversation as markdown to <file>
 /exit              leave strata (also Ctrl-D, or Ctrl-C twice)
 Keys: Enter send · Shift+Enter, \\+Enter or Ctrl-J new line · Shift+Tab permission mode
       Esc interrupt · Esc Esc rewind · Ctrl-R history search · Ctrl-G $EDITOR
       Ctrl-O transcript · Ctrl-T todos · Ctrl-L redraw · Ctrl-Z suspend
+      ↓ on an empty prompt: the background tasks (when any run)
       @path completes a file (Tab) · !command runs a shell command";
 
 /// Runs `/command` (without the slash).
@@ -44,6 +47,8 @@ pub fn run(app: &mut App, command: &str) -> Request {
         }
         "context" => app.notify(&context_report(&app.engine().context_usage())),
         "mcp" => app.open_mcp(),
+        "tasks" | "bashes" => app.open_tasks(),
+        "agents" => app.list_agents(),
         "resume" | "continue" => return app.open_resume(arg),
         "clear" | "new" | "reset" => return app.clear_session(),
         "rewind" | "checkpoint" => app.open_rewind(),

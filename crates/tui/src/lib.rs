@@ -10,6 +10,8 @@
 //! - [`input`], [`dialog`], [`view`], [`history`], [`commands`]: the prompt editor,
 //!   the permission dialog, the footer/spinner/todos, the history lines, slash commands;
 //! - [`overlay`]: lists that take the prompt's place (pickers, history search, rewind);
+//! - [`tasks_panel`]: the background shells and agents (`/tasks`); [`ask_dialog`]: the
+//!   AskUserQuestion dialog;
 //! - [`status_line`]: the `statusLine` setting's command, run off the frame path;
 //! - [`cells`]: finished history items (markdown, tool calls with their results, diffs)
 //!   rendered into lines for the scrollback; [`picker`]: the fuzzy pickers (`/resume`,
@@ -20,6 +22,7 @@
 //! `strata-bench tui`.
 
 pub mod app;
+pub mod ask_dialog;
 pub mod bridge;
 pub mod cells;
 pub mod commands;
@@ -30,6 +33,9 @@ pub mod overlay;
 pub mod picker;
 pub mod run;
 pub mod status_line;
+pub mod tasks_panel;
 pub mod term;
 pub mod text;
 pub mod view;
+#[cfg(test)]
+mod vt_snapshot;

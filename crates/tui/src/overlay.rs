@@ -46,6 +46,9 @@ pub enum Purpose {
     Memory,
     /// `/mcp`: act on the picked server (value: `action\tserver`).
     Mcp,
+    /// At start: the user's answer about this project server of `.mcp.json` (value:
+    /// `all`, `one` or `reject`).
+    McpApproval(String),
 }
 
 /// One row of a list overlay.

@@ -85,6 +85,7 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                             app.set_editor_job(job);
                             break;
                         }
+                        Request::Viewer => viewer(app, term, &mut input).await?,
                     }
                 }
                 Some(Err(e)) => return Err(e),
@@ -226,6 +227,87 @@ async fn transcript<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     term.writer_mut().queue(terminal::LeaveAlternateScreen)?;
     app.mark_dirty();
     Ok(())
+}
+
+/// How often the viewer reads what it shows again (a running shell's output grows).
+const VIEWER_REFRESH: Duration = Duration::from_secs(1);
+
+/// A background agent's conversation or a shell's output in the alternate screen
+/// ([`App::viewer_lines`]), newest at the bottom: ↑↓ and PgUp/PgDn scroll, `r` reads an
+/// agent's transcript again, Esc, `q` or ← go back to the inline view (the agent is
+/// released: [`App::viewer_closed`]).
+async fn viewer<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
+    app: &mut App,
+    term: &mut InlineTerminal<W>,
+    input: &mut S,
+) -> io::Result<()> {
+    use event::KeyCode;
+    term.writer_mut().queue(terminal::EnterAlternateScreen)?;
+    // Rows scrolled up from the end.
+    let mut back: usize = 0;
+    let result = loop {
+        let (w, h) = (term.width(), term.height());
+        let (title, lines) = app.viewer_lines(w);
+        let rows = usize::from(h.saturating_sub(2)).max(1);
+        back = back.min(lines.len().saturating_sub(rows));
+        let end = lines.len() - back;
+        let start = end.saturating_sub(rows);
+        let out = term.writer_mut();
+        out.queue(terminal::BeginSynchronizedUpdate)?;
+        out.queue(terminal::Clear(terminal::ClearType::All))?;
+        out.queue(cursor::MoveTo(0, 0))?;
+        write!(
+            out,
+            "{}\r\n",
+            crate::text::cut_to_width(&title, usize::from(w))
+        )?;
+        for line in &lines[start..end] {
+            let text = crate::text::cut_to_width(&line.to_string(), usize::from(w)).to_owned();
+            write!(out, "{text}\r\n")?;
+        }
+        let footer = format!(
+            "── ↑↓ scroll · r reload · esc back ── {}-{} of {}",
+            start + 1,
+            end,
+            lines.len()
+        );
+        write!(
+            out,
+            "{}",
+            crate::text::cut_to_width(&footer, usize::from(w))
+        )?;
+        out.queue(terminal::EndSynchronizedUpdate)?;
+        out.flush()?;
+        let next = tokio::select! {
+            ev = input.next() => ev,
+            () = tokio::time::sleep(VIEWER_REFRESH) => continue,
+        };
+        match next {
+            Some(Ok(Event::Key(k))) if k.kind == event::KeyEventKind::Release => {}
+            Some(Ok(Event::Key(k))) => match k.code {
+                KeyCode::Up => back += 1,
+                KeyCode::Down => back = back.saturating_sub(1),
+                KeyCode::PageUp => back += rows,
+                KeyCode::PageDown => back = back.saturating_sub(rows),
+                KeyCode::Char('r') => app.viewer_reload(),
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => break Ok(()),
+                KeyCode::Char('c' | 'd') if k.modifiers.contains(event::KeyModifiers::CONTROL) => {
+                    break Ok(());
+                }
+                _ => {}
+            },
+            Some(Ok(Event::Resize(w, h))) => {
+                term.resize(w, h);
+                app.resize(w);
+            }
+            Some(Ok(_)) => {}
+            Some(Err(e)) => break Err(e),
+            None => break Ok(()),
+        }
+    };
+    term.writer_mut().queue(terminal::LeaveAlternateScreen)?;
+    app.viewer_closed();
+    result
 }
 
 /// Ctrl-Z: the terminal is restored, the process stops (SIGTSTP) and on `fg` the modes

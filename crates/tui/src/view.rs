@@ -26,6 +26,8 @@ pub struct FooterData {
     pub context_percent: Option<u8>,
     /// A short notice replacing the key hint ("Press Ctrl-C again to exit").
     pub notice: Option<String>,
+    /// How many background tasks (shells, agents) are running.
+    pub background: usize,
 }
 
 /// The mode's symbol and name as the footer shows them (`None` for the default mode).
@@ -44,7 +46,7 @@ pub fn mode_label(mode: PermissionMode) -> Option<&'static str> {
 /// left is cut.
 pub fn footer(data: &FooterData, width: u16) -> Line<'static> {
     let width = usize::from(width);
-    let (left, left_style) = match (&data.notice, mode_label(data.mode)) {
+    let (mut left, left_style) = match (&data.notice, mode_label(data.mode)) {
         (Some(n), _) => (n.clone(), Style::default().fg(Color::Yellow)),
         (None, Some(label)) => (
             format!("{label} (shift+tab to cycle)"),
@@ -55,6 +57,13 @@ pub fn footer(data: &FooterData, width: u16) -> Line<'static> {
             Style::default().fg(Color::DarkGray),
         ),
     };
+    if data.background > 0 && data.notice.is_none() {
+        left = format!(
+            "{} background task{} · ↓ to view · {left}",
+            data.background,
+            if data.background == 1 { "" } else { "s" }
+        );
+    }
     let mut right = data.model.clone();
     match (data.context_tokens, data.context_percent) {
         (Some(ctx), Some(pct)) => right.push_str(&format!(" · ctx {} ({pct}%)", human_tokens(ctx))),
@@ -153,6 +162,7 @@ mod tests {
             context_tokens: Some(12_345),
             context_percent: Some(6),
             notice: None,
+            background: 0,
         };
         let line = footer(&data, 100).to_string();
         assert!(line.starts_with("⏵⏵ accept edits on"), "{line}");

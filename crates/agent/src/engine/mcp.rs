@@ -161,6 +161,90 @@ fn named_servers(text: &str, servers: &[SmolStr]) -> Vec<SmolStr> {
         .collect()
 }
 
+/// The user's answer about a project server of `.mcp.json` (the UI's approval dialog,
+/// the reference agent's three choices).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProjectServerAnswer {
+    /// Use this server (remembered for the project).
+    Approve,
+    /// Use this and every other server of the project's `.mcp.json`, later ones too.
+    ApproveAll,
+    /// Do not use it (remembered: not asked again).
+    Reject,
+}
+
+impl super::Engine {
+    /// The project's `.mcp.json` servers that are not started because the user has not
+    /// answered for them yet (neither approved nor rejected), in configuration order.
+    pub fn project_servers_awaiting_approval(&self) -> Vec<String> {
+        let inner = &self.inner;
+        let state = inner.store.get();
+        inner
+            .mcp
+            .names()
+            .into_iter()
+            .filter(|name| {
+                state.mcp.clients.get(name).is_some_and(|c| {
+                    c.scope == strata_state::McpConfigScope::Project
+                        && matches!(c.status, McpConnectionStatus::Failed { .. })
+                })
+            })
+            .filter(|name| sources::approval_pending(&inner.global, &inner.project_root, name))
+            .map(|name| name.to_string())
+            .collect()
+    }
+
+    /// Records the user's answer about project server `name` in the config file's entry
+    /// for the project (the reference agent's keys, what `strata mcp approve` writes) and
+    /// applies it now: an approved server starts, a rejected one stays stopped with a
+    /// status saying how to approve it later. `Err` says what could not be written; then
+    /// nothing was started (fail closed).
+    pub fn answer_project_server(
+        &self,
+        name: &str,
+        answer: ProjectServerAnswer,
+    ) -> Result<(), String> {
+        let inner = &self.inner;
+        let (global, root) = (&inner.global, &inner.project_root);
+        let written = match answer {
+            ProjectServerAnswer::Approve => sources::set_project_approval(global, root, name, true),
+            ProjectServerAnswer::ApproveAll => sources::approve_all_project_servers(global, root),
+            ProjectServerAnswer::Reject => sources::set_project_approval(global, root, name, false),
+        };
+        written.map_err(|e| format!("the answer for MCP server {name:?} was not saved: {e}"))?;
+        let started: Vec<String> = match answer {
+            ProjectServerAnswer::Approve => vec![name.to_owned()],
+            ProjectServerAnswer::ApproveAll => {
+                // Every project server still held back, this one included.
+                let state = inner.store.get();
+                state
+                    .mcp
+                    .clients
+                    .iter()
+                    .filter(|(_, c)| {
+                        c.scope == strata_state::McpConfigScope::Project
+                            && matches!(c.status, McpConnectionStatus::Failed { .. })
+                    })
+                    .map(|(n, _)| n.to_string())
+                    .collect()
+            }
+            ProjectServerAnswer::Reject => {
+                return inner
+                    .mcp
+                    .set_blocked(name, Some(sources::rejected_reason(name)))
+                    .map_err(|e| e.to_string());
+            }
+        };
+        for server in started {
+            inner
+                .mcp
+                .set_blocked(&server, None)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
 impl Inner {
     /// Waits for the servers `text` names that are still connecting, at most
     /// [`READY_TIMEOUT`] in all.

@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::error::{CloseError, OpenError, RewindError, SetModeError};
 pub use self::handles::{BootstrapHandle, EngineHandles};
+pub use self::mcp::ProjectServerAnswer;
 use self::record::Recorder;
 pub use self::record::TranscriptMirror;
 use crate::permissions::{PermissionLaunch, check_mode_change};

@@ -214,6 +214,7 @@ impl App {
                 });
             }
             Purpose::Mcp => self.mcp_pick(&value),
+            Purpose::McpApproval(name) => self.mcp_approval_pick(&name, &value),
         }
         Request::None
     }

@@ -69,6 +69,15 @@ impl App {
         if let Some(d) = &self.dialog {
             lines.extend(d.render(width));
             cursor = None;
+        } else if let Some(a) = &self.ask {
+            lines.extend(a.render(width));
+            cursor = None;
+        } else if self.tasks_panel.is_some() {
+            self.panel_tick(now);
+            if let Some(p) = &self.tasks_panel {
+                lines.extend(p.render(width, now_ms()));
+            }
+            cursor = None;
         } else if let Some(o) = &self.overlay {
             lines.extend(o.render(width, true));
             cursor = None;
@@ -149,4 +158,11 @@ fn visible_tail(text: &str, width: u16) -> &str {
         Some(i) => &tail[i + 1..],
         None => tail,
     }
+}
+
+/// The wall clock in ms since the epoch (task times are kept that way).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

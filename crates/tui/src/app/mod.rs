@@ -13,6 +13,9 @@ mod actions;
 mod complete;
 mod frame;
 mod status;
+mod tasks;
+
+pub use tasks::Viewed;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -76,6 +79,9 @@ pub enum Request {
     /// Run `$EDITOR` on a file with the terminal handed over, then call
     /// [`App::editor_done`].
     Editor(EditorJob),
+    /// Show [`App::viewer_lines`] full screen (a background agent's conversation, a
+    /// shell's output) until a key closes it, then call [`App::viewer_closed`].
+    Viewer,
 }
 
 /// Which session the UI moves to (`/resume`, `/clear`).
@@ -119,6 +125,15 @@ pub struct App {
     turn: Option<Turn>,
     queued: Vec<Submitted>,
     dialog: Option<PermissionDialog>,
+    /// An AskUserQuestion call waiting for the user's answers.
+    ask: Option<crate::ask_dialog::AskDialog>,
+    /// The tasks panel, in the prompt's place.
+    tasks_panel: Option<crate::tasks_panel::TasksPanel>,
+    /// What the full-screen viewer shows.
+    viewed: Option<Viewed>,
+    /// Project MCP servers still to ask about.
+    mcp_pending: Vec<String>,
+    tasks_sel: tasks::TasksSel,
     /// How many of the store's messages are in the scrollback.
     committed: usize,
     pending_commit: Vec<Line<'static>>,
@@ -189,10 +204,13 @@ impl App {
         );
         let footer_sel = store.select(footer_of as fn(&AppState) -> _);
         let todos_sel = store.select(todos_of as fn(&AppState) -> _);
+        let tasks_sel = tasks::select_tasks(&store);
+        let background = crate::tasks_panel::running_count(tasks_sel.value());
         let mode = store.with(|s| s.tool_permission_context.mode);
         let footer = FooterData {
             model: engine.model(),
             mode,
+            background,
             ..FooterData::default()
         };
         let cwd = PathBuf::from(engine.init_message().cwd);
@@ -208,6 +226,11 @@ impl App {
             turn: None,
             queued: Vec::new(),
             dialog: None,
+            ask: None,
+            tasks_panel: None,
+            viewed: None,
+            mcp_pending: Vec::new(),
+            tasks_sel,
             committed: 0,
             pending_commit: Vec::new(),
             messages,
@@ -301,7 +324,12 @@ impl App {
     /// Whether something on screen moves by itself (the spinner of a running turn): the
     /// loop runs a frame clock only then.
     pub fn animating(&self) -> bool {
-        self.turn.is_some() && self.dialog.is_none()
+        let waiting = self.dialog.is_some() || self.ask.is_some();
+        (self.turn.is_some() && !waiting)
+            || self
+                .tasks_panel
+                .as_ref()
+                .is_some_and(crate::tasks_panel::TasksPanel::any_running)
     }
 
     /// Whether the UI should close.
@@ -340,6 +368,9 @@ impl App {
         }
         if self.todos_sel.changed(&store) && self.show_todos {
             self.dirty = true;
+        }
+        if self.tasks_sel.changed(&store) {
+            self.tasks_changed();
         }
     }
 
@@ -407,6 +438,10 @@ impl App {
                     t.tokens = n;
                 }
             }
+            UiEvent::Permission(prompt, reply) if prompt.tool_name == crate::ask_dialog::TOOL => {
+                self.open_question(prompt, reply);
+            }
+            UiEvent::TaskEnded { summary, ok } => self.task_ended_line(&summary, ok),
             UiEvent::Permission(prompt, reply) => {
                 self.dialog = Some(PermissionDialog::new(prompt, reply));
                 self.bell = true;
@@ -424,6 +459,7 @@ impl App {
             self.bell = true;
         }
         self.dialog = None;
+        self.ask = None;
         self.footer.cost_usd += result.total_cost_usd;
         let u = &result.usage;
         let tokens = [
@@ -480,12 +516,22 @@ impl App {
         if self.dialog.is_some() {
             return self.on_dialog_key(key);
         }
+        if self.ask.is_some() {
+            return self.on_ask_key(key);
+        }
+        if self.tasks_panel.is_some() {
+            return self.on_panel_key(key);
+        }
         self.dirty = true;
         if let Some(overlay) = self.overlay.as_mut() {
             return match overlay.on_key(key) {
                 Outcome::Open => Request::None,
                 Outcome::Closed => {
-                    self.overlay = None;
+                    if let Some(o) = self.overlay.take()
+                        && matches!(o.purpose, crate::overlay::Purpose::McpApproval(_))
+                    {
+                        self.mcp_approval_closed();
+                    }
                     Request::None
                 }
                 Outcome::Picked(value) => match self.overlay.take() {
@@ -625,6 +671,11 @@ impl App {
                 self.input.up();
                 Request::None
             }
+            KeyCode::Down if self.input.is_empty() && self.footer.background > 0 => {
+                // The footer says "↓ to view" while background tasks run.
+                self.open_tasks();
+                Request::None
+            }
             KeyCode::Down => {
                 self.input.down();
                 Request::None
@@ -748,6 +799,14 @@ impl App {
             .is_some_and(PermissionDialog::abandoned)
         {
             self.dialog = None;
+            self.dirty = true;
+        }
+        if self
+            .ask
+            .as_ref()
+            .is_some_and(crate::ask_dialog::AskDialog::abandoned)
+        {
+            self.ask = None;
             self.dirty = true;
         }
     }

@@ -148,6 +148,11 @@ fn push_text(cells: &mut Vec<HistoryCell>, role: Role, text: &str) {
     if text.trim().is_empty() {
         return;
     }
+    // A background task's notification to the model: the user saw its one line when
+    // the task ended (`UiEvent::TaskEnded`); the model's copy is not shown again.
+    if role == Role::User && text.trim_start().starts_with("<task-notification>") {
+        return;
+    }
     let text = text.to_owned();
     cells.push(match role {
         Role::User => HistoryCell::User { text },

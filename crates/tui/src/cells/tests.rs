@@ -261,3 +261,15 @@ fn a_one_megabyte_answer_renders_once_in_bounded_time() {
     assert!(lines.len() > 10_000);
     assert!(ms < 10_000, "1 MB took {ms} ms");
 }
+
+#[test]
+fn a_task_notification_for_the_model_is_not_shown_again_in_the_history() {
+    let msgs = [
+        Message::user_text(
+            "<task-notification>\n<task-id>b1</task-id>\n<status>killed</status>\n</task-notification>",
+        ),
+        Message::user_text("and now the tests"),
+    ];
+    let cells = cells_from_messages(msgs.iter());
+    assert_eq!(cells.len(), 1, "{cells:?}");
+}
