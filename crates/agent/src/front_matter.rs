@@ -18,8 +18,9 @@
 //! The reference agent's own documentation writes some values unquoted that strict YAML
 //! rejects (`argument-hint: [pr-number] [priority]`, `description: Use when: …`). When
 //! the block does not parse, it is parsed once more with every top-level `key: value`
-//! line whose value is not valid YAML on its own read as plain text; only when that
-//! fails too is the file an error, reported with the first parse's line and column.
+//! line whose value is not valid YAML on its own read as plain text (except a `[` or `{`
+//! that is never closed, a mistake); only when that fails too is the file an error,
+//! reported with the first parse's line and column.
 //! This is the one parser of the program: agent definitions, custom slash commands and
 //! skills all read their files here.
 
@@ -322,6 +323,7 @@ fn lenient(block: &str) -> String {
                 !key.is_empty()
                     && key.chars().all(|c| c.is_alphanumeric() || "-_".contains(c))
                     && !value.trim().is_empty()
+                    && !unclosed_flow(value.trim())
                     && YamlLoader::load_from_str(body).is_err()
             })
             .map(|(key, value)| format!("{key}: '{}'", value.trim().replace('\'', "''")));
@@ -334,6 +336,17 @@ fn lenient(block: &str) -> String {
         }
     }
     out
+}
+
+/// Whether `value` opens a flow list or mapping (`[`, `{`) that it never closes: a
+/// mistake to report, not text to read.
+fn unclosed_flow(value: &str) -> bool {
+    if !value.starts_with(['[', '{']) {
+        return false;
+    }
+    let open = value.matches(['[', '{']).count();
+    let close = value.matches([']', '}']).count();
+    open != close
 }
 
 /// The text after an opening `---` line, if the file starts with one.
@@ -409,12 +422,9 @@ mod tests {
         // A line that is not `key: value` is reported on that line, not at the end.
         let err = parse("---\ndescription: ok\nnot a key line\n\n---\nbody").unwrap_err();
         assert!(err.to_string().starts_with("agents/x.md:3:1:"), "{err}");
-        // One unquoted value that is not YAML on its own is text (see the module docs).
-        let fm = parse("---\nname: a\ndescription: [unclosed\n---\nbody").unwrap();
-        assert_eq!(
-            fm.text("description").unwrap().as_deref(),
-            Some("[unclosed")
-        );
+        // An unclosed flow list is a mistake, not text.
+        let err = parse("---\nname: a\ndescription: [unclosed\n---\nbody").unwrap_err();
+        assert!(err.to_string().starts_with("agents/x.md:"), "{err}");
     }
 
     #[test]
