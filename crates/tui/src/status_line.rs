@@ -5,7 +5,7 @@
 //! with the session's JSON when something the status could show changed (a turn ended,
 //! the model or mode changed); pokes that arrive while it runs, or within
 //! [`MIN_INTERVAL`] of the last run, are coalesced into one run (a `watch` channel
-//! keeps only the newest). A command that hangs is stopped after [`TIMEOUT`].
+//! keeps only the newest). A command that hangs is stopped after `TIMEOUT`.
 
 use std::time::{Duration, Instant};
 
