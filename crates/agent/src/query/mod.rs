@@ -18,6 +18,7 @@
 
 mod calls;
 pub(crate) mod compact;
+pub(crate) use self::compact::run_compact;
 mod context;
 mod conversation;
 mod long_session;
@@ -773,59 +774,4 @@ fn record_context_usage(
         }
     });
     inner.long.counted(sent_messages + 1);
-}
-
-/// Runs `/compact [instructions]` and returns (and emits) its `result` line; a failed
-/// compaction leaves the conversation as it was and is an error result.
-pub(crate) async fn run_compact(
-    inner: &TurnContext<'_>,
-    instructions: Option<&str>,
-    cancel: CancellationToken,
-) -> ResultMessage {
-    let started = Instant::now();
-    let mut run = Run::default();
-    let outcome = compact::compact(
-        inner,
-        compact::Trigger::Manual,
-        instructions,
-        &cancel,
-        &mut run,
-    )
-    .await;
-    if let Err(e) = inner.recorder.turn_end() {
-        run.errors
-            .push(format!("the transcript could not be made durable: {e}"));
-    }
-    let ok = match outcome {
-        Ok(_) => run.errors.is_empty(),
-        Err(e) => {
-            run.errors.push(e);
-            false
-        }
-    };
-    let subtype = if ok {
-        ResultSubtype::Success
-    } else {
-        ResultSubtype::ErrorDuringExecution
-    };
-    let result = ResultMessage {
-        subtype,
-        is_error: !ok,
-        duration_ms: started.elapsed().as_millis() as u64,
-        duration_api_ms: run.api.as_millis() as u64,
-        num_turns: 0,
-        result: ok.then(|| "Conversation compacted".to_owned()),
-        session_id: inner.session_id.clone(),
-        total_cost_usd: run.totals.cost_usd(),
-        usage: run.totals.usage_json(),
-        model_usage: run.totals.model_usage_json(),
-        permission_denials: run.denials,
-        errors: run.errors,
-        stop_reason: run.stop_reason.take(),
-        structured_output: None,
-        background_tasks: Vec::new(),
-        uuid: uuid::Uuid::new_v4().to_string(),
-    };
-    inner.events.emit(SdkMessage::Result(result.clone()));
-    result
 }
