@@ -148,9 +148,9 @@ impl StructuredOutput {
         lock(&self.turn).accepted.take()
     }
 
-    /// Checks an answer; `Err` lists what does not match, for the model. Either way the
-    /// attempt is counted.
-    pub fn offer(&self, answer: Value) -> Result<(), String> {
+    /// Checks an answer; `Err` lists what does not match, worded for the model. Either
+    /// way the attempt is counted.
+    pub fn offer(&self, answer: Value) -> Result<(), SchemaMismatch> {
         let problems: Vec<String> = self
             .validator
             .iter_errors(&answer)
@@ -158,9 +158,9 @@ impl StructuredOutput {
             .map(|e| {
                 let at = e.instance_path().to_string();
                 if at.is_empty() {
-                    format!("- {e}")
+                    e.to_string()
                 } else {
-                    format!("- at {at}: {e}")
+                    format!("at {at}: {e}")
                 }
             })
             .collect();
@@ -170,22 +170,12 @@ impl StructuredOutput {
             return Ok(());
         }
         turn.failed += 1;
-        let more = if problems.len() > LISTED_ERRORS {
-            "\n- (more errors not listed)"
-        } else {
-            ""
-        };
-        let listed = problems
-            .iter()
-            .take(LISTED_ERRORS)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n");
-        Err(format!(
-            "The output does not match the required schema:\n{listed}{more}\nCall {TOOL_NAME} \
-             again with output that matches the schema ({} attempt(s) left).",
-            MAX_ATTEMPTS.saturating_sub(turn.failed)
-        ))
+        let more = problems.len() > LISTED_ERRORS;
+        Err(SchemaMismatch {
+            problems: problems.into_iter().take(LISTED_ERRORS).collect(),
+            more,
+            attempts_left: MAX_ATTEMPTS.saturating_sub(turn.failed),
+        })
     }
 
     /// The model ended its turn with `text` and no call: a bare JSON object (optionally
@@ -195,7 +185,7 @@ impl StructuredOutput {
         let reason = match json_in(text) {
             Some(value) => match self.offer(value) {
                 Ok(()) => return TextAnswer::Accepted,
-                Err(problems) => problems,
+                Err(mismatch) => mismatch.to_string(),
             },
             None => {
                 lock(&self.turn).failed += 1;
@@ -211,6 +201,25 @@ impl StructuredOutput {
             TextAnswer::Remind(reason)
         }
     }
+}
+
+/// An answer that does not match the schema ([`StructuredOutput::offer`]); its text is
+/// what the model is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "The output does not match the required schema:\n{}{}\nCall {TOOL_NAME} again with \
+     output that matches the schema ({attempts_left} attempt(s) left).",
+    problems.iter().map(|p| format!("- {p}")).collect::<Vec<_>>().join("\n"),
+    if *more { "\n- (more errors not listed)" } else { "" }
+)]
+pub struct SchemaMismatch {
+    /// What does not match, each with where in the answer ("at /population: …"), at
+    /// most a few.
+    pub problems: Vec<String>,
+    /// More problems were found than are listed.
+    pub more: bool,
+    /// How many more tries the model has this turn.
+    pub attempts_left: u32,
 }
 
 /// The JSON object `text` consists of, if it is one (surrounding space and a Markdown
@@ -269,7 +278,7 @@ impl Tool for StructuredOutputTool {
         Box::pin(async move {
             match self.0.offer(call.input) {
                 Ok(()) => ToolOutput::ok("Structured output provided successfully"),
-                Err(problems) => ToolOutput::error(problems),
+                Err(mismatch) => ToolOutput::error(mismatch.to_string()),
             }
         })
     }
@@ -306,9 +315,15 @@ mod tests {
     fn a_mismatch_names_the_path_and_counts_an_attempt() {
         let s = schema();
         s.begin_turn();
-        let err = s
+        let mismatch = s
             .offer(json!({"city": "Paris", "population": "many"}))
             .unwrap_err();
+        assert_eq!(mismatch.attempts_left, 4);
+        assert!(
+            mismatch.problems[0].starts_with("at /population"),
+            "{mismatch:?}"
+        );
+        let err = mismatch.to_string();
         assert!(err.contains("/population"), "{err}");
         assert!(err.contains("4 attempt(s) left"), "{err}");
         assert!(!s.answered());

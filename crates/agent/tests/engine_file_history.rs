@@ -55,29 +55,19 @@ fn options(env: &Env, server: &MockServer) -> EngineOptions {
         _ => None,
     };
     EngineOptions {
-        cwd: env.project.clone(),
-        config_dir: env.config.clone(),
-        provider: select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
         model: Some("claude-sonnet-4-5".into()),
         permission: PermissionLaunch {
             mode: Some(PermissionMode::AcceptEdits),
             ..PermissionLaunch::default()
         },
-        settings_flag: None,
-        resume: None,
-        fork_session: false,
-        max_turns: None,
-        interactive: false,
         verbose: true,
-        prompter: None,
-        events: Arc::new(Collect::default()),
-        handles: EngineHandles::private(),
-        system_prompt: None,
-        append_system_prompt: None,
-        mcp_config: Vec::new(),
-        strict_mcp_config: false,
-        max_thinking_tokens: None,
-        sdk: Default::default(),
+        ..EngineOptions::new(
+            env.project.clone(),
+            env.config.clone(),
+            EngineHandles::private(),
+            select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
+            Arc::new(Collect::default()),
+        )
     }
 }
 

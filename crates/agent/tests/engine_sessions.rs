@@ -15,7 +15,6 @@ use serde_json::Value;
 use strata_agent::engine::{
     BootstrapHandle, Engine, EngineHandles, EngineOptions, EventSink, OpenError,
 };
-use strata_agent::permissions::PermissionLaunch;
 use strata_agent::provider::{ProviderChoice, select_provider};
 use strata_protocol::message::Message;
 use strata_protocol::sdk::{ResultSubtype, SdkMessage};
@@ -80,26 +79,15 @@ fn options(
         _ => None,
     };
     EngineOptions {
-        cwd: project.to_path_buf(),
-        config_dir: config.to_path_buf(),
-        handles,
-        provider: select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
         model: Some("claude-sonnet-4-5".into()),
-        permission: PermissionLaunch::default(),
-        settings_flag: None,
-        resume: None,
-        fork_session: false,
-        max_turns: None,
-        interactive: false,
         verbose: true,
-        prompter: None,
-        events,
-        system_prompt: None,
-        append_system_prompt: None,
-        mcp_config: Vec::new(),
-        strict_mcp_config: false,
-        max_thinking_tokens: None,
-        sdk: Default::default(),
+        ..EngineOptions::new(
+            project.to_path_buf(),
+            config.to_path_buf(),
+            handles,
+            select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
+            events,
+        )
     }
 }
 

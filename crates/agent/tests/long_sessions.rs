@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use strata_agent::engine::{Engine, EngineHandles, EngineOptions, EventSink, ResumeTarget};
-use strata_agent::permissions::PermissionLaunch;
 use strata_agent::provider::{ProviderChoice, select_provider};
 use strata_protocol::message::{Message, MessageContent};
 use strata_protocol::sdk::{SdkMessage, SystemMessage};
@@ -71,26 +70,15 @@ fn options(env: &Env, server: &MockServer, events: Arc<dyn EventSink>) -> Engine
         _ => None,
     };
     EngineOptions {
-        cwd: env.project.clone(),
-        config_dir: env.config.clone(),
-        handles: EngineHandles::private(),
-        provider: select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
         model: Some("claude-sonnet-4-5".into()),
-        permission: PermissionLaunch::default(),
-        settings_flag: None,
-        resume: None,
-        fork_session: false,
-        max_turns: None,
-        interactive: false,
         verbose: true,
-        prompter: None,
-        events,
-        system_prompt: None,
-        append_system_prompt: None,
-        max_thinking_tokens: None,
-        mcp_config: Vec::new(),
-        strict_mcp_config: false,
-        sdk: Default::default(),
+        ..EngineOptions::new(
+            env.project.clone(),
+            env.config.clone(),
+            EngineHandles::private(),
+            select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
+            events,
+        )
     }
 }
 

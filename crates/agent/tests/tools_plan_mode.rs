@@ -12,7 +12,6 @@ use strata_agent::engine::{
     Engine, EngineHandles, EngineOptions, EventSink, PermissionPrompt, PermissionPrompter,
     PromptFuture,
 };
-use strata_agent::permissions::PermissionLaunch;
 use strata_agent::provider::{ProviderChoice, select_provider};
 use strata_protocol::message::Message;
 use strata_protocol::permission::PermissionMode;
@@ -76,26 +75,16 @@ fn options(
         _ => None,
     };
     EngineOptions {
-        cwd: env.project.clone(),
-        config_dir: env.config.clone(),
-        handles: EngineHandles::private(),
-        provider: select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
         model: Some("claude-sonnet-4-5".into()),
-        permission: PermissionLaunch::default(),
-        settings_flag: None,
-        resume: None,
-        fork_session: false,
-        max_turns: None,
-        interactive: false,
         verbose: true,
         prompter,
-        events,
-        system_prompt: None,
-        append_system_prompt: None,
-        mcp_config: Vec::new(),
-        strict_mcp_config: false,
-        max_thinking_tokens: None,
-        sdk: Default::default(),
+        ..EngineOptions::new(
+            env.project.clone(),
+            env.config.clone(),
+            EngineHandles::private(),
+            select_provider(Some(ProviderChoice::Anthropic), &lookup, None).unwrap(),
+            events,
+        )
     }
 }
 

@@ -58,29 +58,18 @@ async fn workload(agents: usize, batch: usize, file_kb: usize) -> anyhow::Result
         line.repeat(file_kb * 1024 / line.len()),
     )?;
     let engine = Engine::open(EngineOptions {
-        cwd: project.clone(),
-        config_dir: dir.path().join("config"),
-        handles: EngineHandles::private(),
-        provider: Arc::new(Routed { batch }),
         model: Some("bench-model".into()),
-        permission: Default::default(),
-        settings_flag: None,
-        resume: None,
-        fork_session: false,
-        max_turns: None,
-        interactive: false,
-        verbose: false,
-        prompter: None,
-        events: Arc::new(Quiet),
-        system_prompt: None,
-        append_system_prompt: None,
-        mcp_config: Vec::new(),
-        strict_mcp_config: false,
-        max_thinking_tokens: None,
         sdk: SdkOptions {
             hold_result_for_agents: true,
             ..SdkOptions::default()
         },
+        ..EngineOptions::new(
+            project.clone(),
+            dir.path().join("config"),
+            EngineHandles::private(),
+            Arc::new(Routed { batch }),
+            Arc::new(Quiet),
+        )
     })
     .await?;
     // Long enough for every agent of a batch to be viewed before it is due, short

@@ -360,26 +360,17 @@ async fn engine(
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let replay = r#"{"type":"assistant","uuid":"a","message":{"id":"m","role":"assistant","model":"x","content":[{"type":"text","text":"ok"}]}}"#;
     let options = EngineOptions {
-        cwd: project.clone(),
-        config_dir: config,
-        handles: EngineHandles::private(),
-        provider: Arc::new(ReplayProvider::from_bytes("bench", replay.as_bytes())?),
-        model: None,
-        permission: Default::default(),
-        settings_flag: None,
         resume,
-        fork_session: false,
-        max_turns: None,
         interactive: true,
-        verbose: false,
         prompter: Some(Arc::new(UiPrompter::new(tx.clone()))),
-        events: Arc::new(UiEvents::new(tx.clone())),
-        system_prompt: None,
-        append_system_prompt: None,
-        mcp_config: Vec::new(),
         strict_mcp_config: true,
-        max_thinking_tokens: None,
-        sdk: Default::default(),
+        ..EngineOptions::new(
+            project.clone(),
+            config,
+            EngineHandles::private(),
+            Arc::new(ReplayProvider::from_bytes("bench", replay.as_bytes())?),
+            Arc::new(UiEvents::new(tx.clone())),
+        )
     };
     let engine = Arc::new(Engine::open(options).await?);
     let app = App::new(engine.clone(), tx, Vec::new(), None, String::new(), COLS);

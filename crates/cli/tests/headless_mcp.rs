@@ -535,3 +535,43 @@ async fn a_subagent_gets_mcp_tools_only_when_its_definition_allows_them() {
         "{wide:?}"
     );
 }
+
+/// Regression: a custom command's prompt is recorded as its tag alone, so a turn decided
+/// whether to wait for a server that was still starting from the tag's text and never saw
+/// the server the command's body names. The body is consulted too: the slow server's
+/// tools are offered on the command's first request.
+#[tokio::test]
+async fn regression_a_custom_command_naming_a_slow_mcp_server_waits_for_its_tools() {
+    if !node() {
+        return;
+    }
+    let env = Env::new();
+    let commands = env.proj.join(".strata/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("ping.md"),
+        "---\ndescription: ping the server\n---\nCall mcp__crashy__ok and say what it answers.\n",
+    )
+    .unwrap();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("It is there."));
+    // The server takes a second to start: a turn that does not wait is sent without it.
+    let start = format!("sleep 1; exec node '{}'", crashy());
+    let cfg = config(json!({"crashy": {"command": "sh", "args": ["-c", start]}}));
+    let run = env
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "/ping",
+                "--mcp-config",
+                &cfg,
+                "--output-format",
+                "json",
+            ],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let names = tool_names(&server.requests()[0].json());
+    assert!(names.contains(&"mcp__crashy__ok".to_owned()), "{names:?}");
+}

@@ -183,7 +183,7 @@ impl CredentialCache for CountingCache {
     fn name(&self) -> &str {
         "apiKeyHelper"
     }
-    fn clear(&self) -> Result<(), String> {
+    fn clear(&self) -> Result<(), strata_state::CredentialCacheError> {
         self.0.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }

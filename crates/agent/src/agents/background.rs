@@ -378,32 +378,57 @@ impl AgentRuntime {
     /// Stops background agent `id` (SL-2's stop: through its handle in the root store)
     /// and waits for it to wind down. `None` when there is no such agent; `Err` when it
     /// had already ended.
-    pub async fn stop_agent(&self, id: &str) -> Option<Result<AgentEnd, String>> {
+    pub async fn stop_agent(&self, id: &str) -> Option<Result<AgentEnd, StopAgentError>> {
         let agent = lock(&self.background).get(id).cloned()?;
         if let Some(end) = agent.end.borrow().clone() {
-            return Some(Err(format!(
-                "Agent {id} is not running: it {}.",
-                describe(&end)
-            )));
+            return Some(Err(StopAgentError::NotRunning {
+                id: id.to_owned(),
+                ended: Some(describe(&end)),
+            }));
         }
         let state = self.root.get();
         match state.tasks.stop_or_dismiss(&agent.id) {
             strata_state::tasks::StopAction::Cancel(task) => {
                 state.runtime.tasks.cancel(&task);
             }
-            _ => return Some(Err(format!("Agent {id} is not running."))),
+            _ => {
+                return Some(Err(StopAgentError::NotRunning {
+                    id: id.to_owned(),
+                    ended: None,
+                }));
+            }
         }
         drop(state);
         let mut end = agent.end.subscribe();
         let _ = tokio::time::timeout(STOP_WAIT, end.wait_for(Option::is_some)).await;
         let ended = agent.end.borrow().clone();
-        Some(ended.ok_or_else(|| {
-            format!(
-                "Agent {id} was told to stop but had not ended {} s later.",
-                STOP_WAIT.as_secs()
-            )
+        Some(ended.ok_or_else(|| StopAgentError::StillRunning {
+            id: id.to_owned(),
+            waited_secs: STOP_WAIT.as_secs(),
         }))
     }
+}
+
+/// Why [`AgentRuntime::stop_agent`] stopped nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StopAgentError {
+    /// The agent had already ended (`ended` says how, when known).
+    #[error("Agent {id} is not running{}.", ended.map(|how| format!(": it {how}")).unwrap_or_default())]
+    NotRunning {
+        /// The agent's id.
+        id: String,
+        /// How it ended ("completed", "was stopped"), when it is known.
+        ended: Option<&'static str>,
+    },
+    /// The agent was told to stop and had not ended when the wait ran out; it may still
+    /// end later.
+    #[error("Agent {id} was told to stop but had not ended {waited_secs} s later.")]
+    StillRunning {
+        /// The agent's id.
+        id: String,
+        /// How long the stop waited.
+        waited_secs: u64,
+    },
 }
 
 /// How an agent ended, for messages ("completed", "was stopped").

@@ -24,7 +24,9 @@ pub mod resume;
 mod runtime;
 pub mod tool;
 
-pub use background::{AgentEnd, AgentSnapshot, TaskReport, describe as describe_end};
+pub use background::{
+    AgentEnd, AgentSnapshot, StopAgentError, TaskReport, describe as describe_end,
+};
 pub use definitions::{AgentDefinition, AgentDefinitions, AgentSource, DEFAULT_AGENT_TYPE};
 pub(crate) use runtime::AgentRuntimeParts;
 pub use runtime::{AgentRuntime, MAX_AGENT_DEPTH, MAX_RUNNING_AGENTS};

@@ -125,3 +125,47 @@ pub enum CloseError {
     #[error("closing the session failed: {0}")]
     Task(String),
 }
+
+/// Why a background task could not be stopped or viewed ([`Engine::request_stop`],
+/// [`Engine::stop_task`], [`Engine::view_agent`]). Hosts match on the kind; the text is
+/// what a user is shown.
+///
+/// [`Engine::request_stop`]: super::Engine::request_stop
+/// [`Engine::stop_task`]: super::Engine::stop_task
+/// [`Engine::view_agent`]: super::Engine::view_agent
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The session has no task with that id.
+    #[error("No background task with id {id}.")]
+    Unknown {
+        /// The id asked for.
+        id: String,
+    },
+    /// The task exists but has ended.
+    #[error("Task {id} is not running: it has ended.")]
+    Ended {
+        /// The task's id.
+        id: String,
+    },
+    /// The task is a shell command, not an agent (only agents have a conversation to view).
+    #[error("Task {id} is not an agent.")]
+    NotAnAgent {
+        /// The task's id.
+        id: String,
+    },
+    /// Stopping an agent did nothing (it had ended) or did not finish in time.
+    #[error(transparent)]
+    Agent(#[from] crate::agents::StopAgentError),
+    /// Stopping a shell command did nothing or did not finish in time.
+    #[error(transparent)]
+    Shell(#[from] crate::tools::bash::background::ShellTaskError),
+    /// The agent's sidechain transcript could not be read to show its conversation.
+    #[error("the agent's transcript {} cannot be read: {source}", path.display())]
+    Transcript {
+        /// The transcript's path.
+        path: std::path::PathBuf,
+        /// What went wrong reading it.
+        #[source]
+        source: strata_session::resume::ResumeError,
+    },
+}

@@ -262,12 +262,19 @@ impl Inner {
     /// `@server:uri`), which get [`READY_TIMEOUT`] (`MCP_READY_TIMEOUT`, ms). A call of a
     /// tool of a server that is reconnecting waits for it in the manager. A tool a
     /// whole-tool deny rule names is left out, as for the built-in tools.
-    pub(super) async fn turn_tools(&self, prompt: &Message) -> ToolRegistry {
+    pub(super) async fn turn_tools(&self, prompt: &Message, meta: &[Message]) -> ToolRegistry {
         let servers = self.mcp.names();
         if servers.is_empty() {
             return self.tools.clone();
         }
-        self.wait_named(&prompt_text(prompt), &servers).await;
+        // A custom command's prompt is only its tag; what it asks for is in the expanded
+        // text recorded as its meta child, so a server named there is waited for too.
+        let mut text = prompt_text(prompt);
+        for message in meta {
+            text.push('\n');
+            text.push_str(&prompt_text(message));
+        }
+        self.wait_named(&text, &servers).await;
         let state = self.store.get();
         let ctx = &state.tool_permission_context;
         let mut tools = self.tools.tools().to_vec();

@@ -42,7 +42,7 @@ use strata_state::{AppRoot, AppState};
 use strata_store::Store;
 use tokio_util::sync::CancellationToken;
 
-pub use self::error::{CloseError, OpenError, RewindError, SetModeError};
+pub use self::error::{CloseError, OpenError, RewindError, SetModeError, TaskError};
 pub use self::handles::{BootstrapHandle, EngineHandles};
 pub use self::mcp::ProjectServerAnswer;
 use self::record::Recorder;
@@ -110,6 +110,61 @@ pub struct EngineOptions {
     pub max_thinking_tokens: Option<u32>,
     /// What an SDK host adds: partial messages, a budget, the session id, hooks.
     pub sdk: SdkOptions,
+}
+
+impl EngineOptions {
+    /// A session in `cwd` with config directory `config_dir`, talking to `provider` and
+    /// sending its messages to `events`, with every other option at its default: no
+    /// prompter (calls that need one are denied), not interactive, no resume, the
+    /// settings' model and permission mode, no SDK options. Hosts change what they need
+    /// with struct-update syntax:
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use strata_agent::engine::{EngineHandles, EngineOptions, EventSink};
+    /// # fn f(provider: Arc<dyn strata_agent::provider::Provider>, events: Arc<dyn EventSink>) {
+    /// let options = EngineOptions {
+    ///     max_turns: Some(3),
+    ///     ..EngineOptions::new(
+    ///         "/project".into(),
+    ///         "/home/me/.strata".into(),
+    ///         EngineHandles::private(),
+    ///         provider,
+    ///         events,
+    ///     )
+    /// };
+    /// # }
+    /// ```
+    pub fn new(
+        cwd: PathBuf,
+        config_dir: PathBuf,
+        handles: EngineHandles,
+        provider: Arc<dyn Provider>,
+        events: Arc<dyn EventSink>,
+    ) -> Self {
+        Self {
+            cwd,
+            config_dir,
+            handles,
+            provider,
+            model: None,
+            permission: PermissionLaunch::default(),
+            settings_flag: None,
+            resume: None,
+            fork_session: false,
+            max_turns: None,
+            interactive: false,
+            verbose: false,
+            prompter: None,
+            events,
+            system_prompt: None,
+            append_system_prompt: None,
+            mcp_config: Vec::new(),
+            strict_mcp_config: false,
+            max_thinking_tokens: None,
+            sdk: SdkOptions::default(),
+        }
+    }
 }
 
 /// The options an SDK client's flags add to a session (`--include-partial-messages`,
@@ -336,7 +391,7 @@ impl Engine {
         *lock(&self.inner.current_turn) = Some(cancel.clone());
         let (prompt, meta, command_turn) = self.inner.expand_custom_command(prompt, &cancel).await;
         let prompt = self.inner.expand_mcp_prompt(prompt, &cancel).await;
-        let tools = self.inner.turn_tools(&prompt).await;
+        let tools = self.inner.turn_tools(&prompt, &meta).await;
         let agent = self.inner.root_agent(&cancel);
         let turn = self.inner.turn_context(&tools, &agent);
         // `/compact [instructions]` is a slash prompt in every mode (headless and
@@ -489,7 +544,10 @@ impl Engine {
     /// them. In-process SDK servers (`"type": "sdk"`) cannot be reached from here and are
     /// skipped; what is skipped comes back as one line each. `Err`: the configuration
     /// as a whole does not parse, and no server was taken.
-    pub fn add_sdk_mcp_servers(&self, servers: &Value) -> Result<Vec<String>, String> {
+    pub fn add_sdk_mcp_servers(
+        &self,
+        servers: &Value,
+    ) -> Result<Vec<String>, strata_mcp::config::ConfigError> {
         let mut problems = Vec::new();
         let mut servers = servers.clone();
         if let Some(map) = servers.as_object_mut() {
@@ -516,7 +574,7 @@ impl Engine {
                     })
                     .collect(),
             ),
-            Err(e) => return Err(format!("MCP configuration: {e}")),
+            Err(e) => return Err(e),
         }
         Ok(problems)
     }

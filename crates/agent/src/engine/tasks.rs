@@ -11,7 +11,7 @@ use strata_state::AppState;
 use strata_state::tasks::{TaskId, TaskKind, TaskMessages, updaters};
 use tokio_util::sync::CancellationToken;
 
-use super::{Engine, Inner};
+use super::{Engine, Inner, TaskError};
 use crate::agents::AgentRuntime;
 use crate::tools::ToolRegistry;
 
@@ -76,7 +76,7 @@ impl Engine {
     /// Starts stopping background task `id` and returns at once (control request
     /// `stop_task`: its `task_notification` follows when it has ended). `Err` when the
     /// session has no running task with that id.
-    pub fn request_stop(&self, id: &str) -> Result<(), String> {
+    pub fn request_stop(&self, id: &str) -> Result<(), TaskError> {
         let task_id = TaskId::from_string(id.trim());
         let running = self
             .inner
@@ -87,8 +87,12 @@ impl Engine {
             .get(&task_id)
             .map(|t| !t.status.is_terminal());
         match running {
-            None => Err(format!("No background task with id {id}.")),
-            Some(false) => Err(format!("Task {id} is not running: it has ended.")),
+            None => Err(TaskError::Unknown {
+                id: id.trim().to_owned(),
+            }),
+            Some(false) => Err(TaskError::Ended {
+                id: id.trim().to_owned(),
+            }),
             Some(true) => {
                 let inner = Arc::clone(&self.inner);
                 let id = id.trim().to_owned();
@@ -104,21 +108,21 @@ impl Engine {
 
     /// Stops background task `id` — a shell command or an agent — and waits until it has
     /// ended (control request `stop_task`). `Err` says why nothing was stopped.
-    pub async fn stop_task(&self, id: &str) -> Result<String, String> {
+    pub async fn stop_task(&self, id: &str) -> Result<String, TaskError> {
         stop_task(&self.inner, id).await
     }
 
     /// Opens background agent `id` for viewing (SL-2, SL-3): its task is retained — not
     /// evicted while viewed — with its conversation loaded from its transcript. `Err`
     /// when there is no such agent task or its transcript cannot be read.
-    pub fn view_agent(&self, id: &str) -> Result<(), String> {
+    pub fn view_agent(&self, id: &str) -> Result<(), TaskError> {
         let task_id = TaskId::from_string(id);
         let state = self.inner.store.get();
         let Some(task) = state.tasks.tasks.get(&task_id) else {
-            return Err(format!("No agent task with id {id}."));
+            return Err(TaskError::Unknown { id: id.to_owned() });
         };
         let TaskKind::LocalAgent(agent) = &task.kind else {
-            return Err(format!("Task {id} is not an agent."));
+            return Err(TaskError::NotAnAgent { id: id.to_owned() });
         };
         let path = self
             .inner
@@ -146,13 +150,15 @@ impl Engine {
 }
 
 /// [`Engine::stop_task`] on the session's parts.
-async fn stop_task(inner: &Inner, id: &str) -> Result<String, String> {
+async fn stop_task(inner: &Inner, id: &str) -> Result<String, TaskError> {
     let id = id.trim();
     if let Some(stopped) = inner.agents.stop_agent(id).await {
-        return stopped.map(|end| format!("Agent {id} {}.", crate::agents::describe_end(&end)));
+        return stopped
+            .map(|end| format!("Agent {id} {}.", crate::agents::describe_end(&end)))
+            .map_err(TaskError::from);
     }
     let Some(shells) = inner.tool_context.hooks.shell_tasks() else {
-        return Err(format!("No background task with id {id}."));
+        return Err(TaskError::Unknown { id: id.to_owned() });
     };
     shells
         .stop(id)
@@ -163,17 +169,17 @@ async fn stop_task(inner: &Inner, id: &str) -> Result<String, String> {
                 crate::tools::bash::background::describe_end(&end)
             )
         })
-        .map_err(|e| e.to_string())
+        .map_err(TaskError::from)
 }
 
 /// A sub-agent's conversation read from its transcript (the same reader and rules as
 /// any session's).
-fn load_messages(path: &std::path::Path) -> Result<TaskMessages, String> {
-    let mut loaded = strata_session::resume::LoadedSession::load(path).map_err(|e| {
-        format!(
-            "the agent's transcript {} cannot be read: {e}",
-            path.display()
-        )
+fn load_messages(path: &std::path::Path) -> Result<TaskMessages, TaskError> {
+    let mut loaded = strata_session::resume::LoadedSession::load(path).map_err(|source| {
+        TaskError::Transcript {
+            path: path.to_owned(),
+            source,
+        }
     })?;
     let conversation = loaded.model_messages();
     Ok(conversation.messages.into_iter().map(Arc::new).collect())

@@ -201,7 +201,7 @@ impl CredentialCache for ApiKeyHelper {
         "apiKeyHelper"
     }
 
-    fn clear(&self) -> Result<(), String> {
+    fn clear(&self) -> Result<(), strata_state::CredentialCacheError> {
         self.clear_cache();
         Ok(())
     }

@@ -355,7 +355,7 @@ impl Tool for TaskStop {
                         "task_id": id,
                         "task_type": "local_agent",
                     })),
-                    Err(e) => ToolOutput::error(e),
+                    Err(e) => ToolOutput::error(e.to_string()),
                 };
             }
             let Some(tasks) = ctx.hooks.shell_tasks() else {

@@ -143,7 +143,10 @@ impl Controller {
                     .get("task_id")
                     .and_then(Value::as_str)
                     .ok_or("stop_task needs \"task_id\": the task's id")?;
-                self.engine.request_stop(id).map(|()| None)
+                self.engine
+                    .request_stop(id)
+                    .map(|()| None)
+                    .map_err(|e| e.to_string())
             }
             Some("mcp_status") => Ok(Some(self.engine.mcp_status())),
             Some("mcp_reconnect") => self
@@ -209,7 +212,7 @@ impl Controller {
                         true
                     }
                     Err(problem) => {
-                        super::warn(format_args!("{problem}"));
+                        super::warn(format_args!("MCP configuration: {problem}"));
                         false
                     }
                 });

@@ -64,8 +64,8 @@ pub use permissions::{
 };
 pub use remote::{BridgeState, RemoteConnectionStatus, RemoteState};
 pub use runtime::{
-    ClearCachesError, CredentialCache, CredentialCaches, EnvOverlay, McpConnection, McpConnections,
-    PluginInstance, PluginInstances, Runtime, SpeculationControl,
+    ClearCachesError, CredentialCache, CredentialCacheError, CredentialCaches, EnvOverlay,
+    McpConnection, McpConnections, PluginInstance, PluginInstances, Runtime, SpeculationControl,
 };
 pub use settings_edit::{SettingsEdit, SettingsEditOp, permissions_key};
 pub use speculation::{ActiveSpeculation, PromptSuggestion, Speculation, SpeculationBoundary};

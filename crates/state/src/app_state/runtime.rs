@@ -180,8 +180,13 @@ pub trait CredentialCache: Send + Sync + 'static {
     /// A short name for logs (`apiKeyHelper`, `aws`, …).
     fn name(&self) -> &str;
     /// Drops what is cached, so the next use fetches again with the current settings.
-    fn clear(&self) -> Result<(), String>;
+    /// The error is the implementor's own (a cache backed by a file or a keychain has
+    /// its own failures); [`CredentialCaches::clear_all`] reports it with the name.
+    fn clear(&self) -> Result<(), CredentialCacheError>;
 }
+
+/// Why a [`CredentialCache`] could not be cleared: the implementor's error.
+pub type CredentialCacheError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The credential caches of a session: every cache registers here, and FX-5 clears them
 /// all when the settings change. Cloning shares the registry.
@@ -215,7 +220,10 @@ impl CredentialCaches {
     /// struct Helper(AtomicUsize);
     /// impl CredentialCache for Helper {
     ///     fn name(&self) -> &str { "apiKeyHelper" }
-    ///     fn clear(&self) -> Result<(), String> { self.0.fetch_add(1, Ordering::SeqCst); Ok(()) }
+    ///     fn clear(&self) -> Result<(), strata_state::CredentialCacheError> {
+    ///         self.0.fetch_add(1, Ordering::SeqCst);
+    ///         Ok(())
+    ///     }
     /// }
     /// let caches = CredentialCaches::default();
     /// let helper = Arc::new(Helper(AtomicUsize::new(0)));
@@ -227,7 +235,11 @@ impl CredentialCaches {
         let caches = lock(&self.inner).clone();
         let failures: Vec<(String, String)> = caches
             .iter()
-            .filter_map(|c| c.clear().err().map(|e| (c.name().to_owned(), e)))
+            .filter_map(|c| {
+                c.clear()
+                    .err()
+                    .map(|e| (c.name().to_owned(), e.to_string()))
+            })
             .collect();
         if failures.is_empty() {
             Ok(())

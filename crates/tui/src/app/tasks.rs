@@ -95,7 +95,7 @@ impl App {
             PanelAction::Explain(why) => self.footer.notice = Some(format!("This task: {why}")),
             PanelAction::Stop(id) => match self.engine.request_stop(&id) {
                 Ok(()) => self.footer.notice = Some(format!("Stopping {id}…")),
-                Err(e) => self.footer.notice = Some(e),
+                Err(e) => self.footer.notice = Some(e.to_string()),
             },
             PanelAction::Dismiss(id) => {
                 let _ = self
@@ -190,7 +190,7 @@ impl App {
         if let Some(Viewed::Agent(id)) = &self.viewed
             && let Err(e) = self.engine.view_agent(id)
         {
-            self.footer.notice = Some(e);
+            self.footer.notice = Some(e.to_string());
         }
     }
 
