@@ -39,8 +39,8 @@ pub use mode_request::{
     MODE_REPLY, MODE_REQUEST, ModeReply, ModeRequest, ModeRequestError, request_mode,
 };
 pub use observe::{
-    Follow, MetadataChange, MetadataState, StoredLine, follow_transcripts, session_of_subject,
-    watch_all_metadata,
+    Follow, MetadataChange, MetadataState, StoredLine, follow_transcripts, is_connected,
+    session_of_subject, watch_all_metadata,
 };
 pub use port::{KvMetadataPort, merged_document, write_metadata};
 pub use transcripts::{

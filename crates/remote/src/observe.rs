@@ -132,6 +132,15 @@ pub async fn follow_transcripts(
     }))
 }
 
+/// Whether the client is connected to the server now (it reconnects by itself after a
+/// loss; an observer shows that what it shows may be out of date meanwhile).
+pub fn is_connected(connection: &RemoteConnection) -> bool {
+    matches!(
+        connection.client().connection_state(),
+        async_nats::connection::State::Connected
+    )
+}
+
 /// The session id of a transcript subject (`strata.session.<id>`).
 pub fn session_of_subject(subject: &str) -> Option<&str> {
     subject
