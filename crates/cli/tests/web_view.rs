@@ -14,7 +14,7 @@
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them). Without
 //! them the tests say so and skip, except under CI (`CI` set), where that is a failure.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // the skip and the figures are printed
 
 mod headless_support;
 
@@ -227,13 +227,10 @@ async fn serve(env: &Env, nats: &NatsServer) -> Serve {
         .unwrap();
     let mut first = String::new();
     let stdout = child.stdout.take().unwrap();
-    tokio::time::timeout(
-        PAGE_LIMIT,
-        BufReader::new(stdout).read_line(&mut first),
-    )
-    .await
-    .expect("strata serve starts")
-    .unwrap();
+    tokio::time::timeout(PAGE_LIMIT, BufReader::new(stdout).read_line(&mut first))
+        .await
+        .expect("strata serve starts")
+        .unwrap();
     let base = first
         .split_whitespace()
         .find(|word| word.starts_with("http://127.0.0.1:"))
@@ -259,7 +256,12 @@ async fn reports_mode(session: &mut Driver, mode: &str) -> Value {
         .await
 }
 
-fn stream_json_session(env: &Env, server: &MockServer, nats: &NatsServer, extra: &[&str]) -> Driver {
+fn stream_json_session(
+    env: &Env,
+    server: &MockServer,
+    nats: &NatsServer,
+    extra: &[&str],
+) -> Driver {
     let mut args = vec![
         "-p",
         "--input-format",
@@ -300,23 +302,40 @@ async fn item4_the_page_lists_a_running_session_shows_its_conversation_and_steer
     assert_eq!(session.result().await["subtype"], "success");
 
     let web = serve(&Env::new(), &nats).await;
-    browser.client().goto(&format!("{}/", web.base)).await.unwrap();
+    browser
+        .client()
+        .goto(&format!("{}/", web.base))
+        .await
+        .unwrap();
     let row = format!("tr[data-session=\"{id}\"]");
     let title = browser
         .until_text(&format!("{row} td.title"), |t| t.contains("rust"))
         .await;
-    assert_eq!(title, "list the <b>rust</b> files", "markup is shown as text");
+    assert_eq!(
+        title, "list the <b>rust</b> files",
+        "markup is shown as text"
+    );
     assert_eq!(browser.count(&format!("{row} td.title b")).await, 0);
-    assert_eq!(browser.text(&format!("{row} td.mode")).await.unwrap(), "default");
-    assert_eq!(browser.text(&format!("{row} td.status")).await.unwrap(), "active");
+    assert_eq!(
+        browser.text(&format!("{row} td.mode")).await.unwrap(),
+        "default"
+    );
+    assert_eq!(
+        browser.text(&format!("{row} td.status")).await.unwrap(),
+        "active"
+    );
 
     // The session's page: its conversation, from the stream.
     browser.click(&format!("{row} td.title a")).await;
     browser
-        .until_text("#conversation li.prompt", |t| t == "list the <b>rust</b> files")
+        .until_text("#conversation li.prompt", |t| {
+            t == "list the <b>rust</b> files"
+        })
         .await;
     browser
-        .until_text("#conversation li.tool", |t| t.contains("Glob") && t.contains("**/*.rs"))
+        .until_text("#conversation li.tool", |t| {
+            t.contains("Glob") && t.contains("**/*.rs")
+        })
         .await;
     browser
         .until_text("#conversation li.text:last-child", |t| {
@@ -339,7 +358,9 @@ async fn item4_the_page_lists_a_running_session_shows_its_conversation_and_steer
         .until_text("#mode-reply", |t| t.contains("switched to acceptEdits"))
         .await;
     browser
-        .until_text("#modes button[aria-pressed=\"true\"]", |t| t == "acceptEdits")
+        .until_text("#modes button[aria-pressed=\"true\"]", |t| {
+            t == "acceptEdits"
+        })
         .await;
 
     // A bypass this session may not enter: written, refused at the session's gate, and
@@ -353,7 +374,9 @@ async fn item4_the_page_lists_a_running_session_shows_its_conversation_and_steer
     assert!(refused.contains("bypassPermissions"), "{refused}");
     assert!(refused.contains("stays in acceptEdits"), "{refused}");
     browser
-        .until_text("#modes button[aria-pressed=\"true\"]", |t| t == "acceptEdits")
+        .until_text("#modes button[aria-pressed=\"true\"]", |t| {
+            t == "acceptEdits"
+        })
         .await;
 
     browser.close().await;
@@ -382,7 +405,14 @@ async fn item4_done_when_a_session_moves_between_two_hosts_and_the_page_shows_an
     let run = a
         .run(
             Some(&model),
-            &["-p", "remember 42", "--output-format", "json", "--remote", &nats.url()],
+            &[
+                "-p",
+                "remember 42",
+                "--output-format",
+                "json",
+                "--remote",
+                &nats.url(),
+            ],
         )
         .await;
     assert_eq!(run.code, Some(0), "{}", run.stderr);
@@ -412,7 +442,9 @@ async fn item4_done_when_a_session_moves_between_two_hosts_and_the_page_shows_an
     browser.until_text("#status", |t| t == "active").await;
 
     // The page steers it on host B.
-    let clicked = browser.click_timed("#modes button[data-mode=\"plan\"]").await;
+    let clicked = browser
+        .click_timed("#modes button[data-mode=\"plan\"]")
+        .await;
     reports_mode(&mut session, "plan").await;
     let took = since(clicked);
     eprintln!("click to host B's system/status: {took:?}");
@@ -430,7 +462,10 @@ async fn item4_done_when_a_session_moves_between_two_hosts_and_the_page_shows_an
         .await;
     assert_eq!(browser.count("#conversation li.prompt").await, 2);
     let asked = model.requests().last().unwrap().body_text();
-    assert!(asked.contains("remember 42"), "host A's history reached the model");
+    assert!(
+        asked.contains("remember 42"),
+        "host A's history reached the model"
+    );
 
     browser.close().await;
     let finished = session.finish().await;
@@ -443,12 +478,19 @@ async fn item4_serve_refuses_a_non_loopback_address_unless_asked() {
     let run = env
         .run(
             None,
-            &["serve", "--remote", "nats://127.0.0.1:1", "--listen", "0.0.0.0:8377"],
+            &[
+                "serve",
+                "--remote",
+                "nats://127.0.0.1:1",
+                "--listen",
+                "0.0.0.0:8377",
+            ],
         )
         .await;
     assert_eq!(run.code, Some(2), "a usage error: {}", run.stderr);
     assert!(
-        run.stderr.contains("0.0.0.0:8377 is not a loopback address")
+        run.stderr
+            .contains("0.0.0.0:8377 is not a loopback address")
             && run.stderr.contains("--allow-non-loopback"),
         "says why and what to do: {}",
         run.stderr
@@ -461,7 +503,10 @@ async fn item4_serve_says_when_the_nats_server_cannot_be_reached() {
     let env = Env::new();
     let url = format!("nats://127.0.0.1:{closed}");
     let run = env
-        .run(None, &["serve", "--remote", &url, "--listen", "127.0.0.1:0"])
+        .run(
+            None,
+            &["serve", "--remote", &url, "--listen", "127.0.0.1:0"],
+        )
         .await;
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(

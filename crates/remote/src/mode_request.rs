@@ -212,7 +212,7 @@ async fn write_reply(
                 message: error.to_string(),
             })?;
         let still_pending = ModeRequest::of(&doc).is_some_and(|r| r.id == reply.id)
-            && !ModeReply::of(&doc).is_some_and(|r| r.id == reply.id);
+            && ModeReply::of(&doc).is_none_or(|r| r.id != reply.id);
         if !still_pending {
             return Ok(false);
         }
@@ -261,7 +261,12 @@ mod tests {
         );
         assert!(!reply.accepted);
         assert_eq!(reply.mode, "default", "the mode really in force");
-        assert!(reply.reason.unwrap().contains("--dangerously-skip-permissions"));
+        assert!(
+            reply
+                .reason
+                .unwrap()
+                .contains("--dangerously-skip-permissions")
+        );
     }
 
     #[test]

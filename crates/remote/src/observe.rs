@@ -42,21 +42,22 @@ pub struct MetadataChange {
 /// Every session's latest metadata document, then every change, as they happen.
 pub async fn watch_all_metadata(
     connection: &RemoteConnection,
-) -> Result<impl Stream<Item = Result<MetadataChange, RemoteError>> + Send + 'static, RemoteError>
-{
+) -> Result<impl Stream<Item = Result<MetadataChange, RemoteError>> + Send + 'static, RemoteError> {
     let entries = connection
         .bucket()
         .watch_with_history(">")
         .await
         .map_err(|error| RemoteError::js("watching the sessions' metadata", error))?;
     Ok(entries.map(|entry| {
-        let entry = entry.map_err(|error| RemoteError::js("watching the sessions' metadata", error))?;
+        let entry =
+            entry.map_err(|error| RemoteError::js("watching the sessions' metadata", error))?;
         let state = match entry.operation {
-            kv::Operation::Put => match serde_json::from_slice::<Map<String, Value>>(&entry.value)
-            {
-                Ok(doc) => MetadataState::Document(doc),
-                Err(error) => MetadataState::Unreadable(error.to_string()),
-            },
+            kv::Operation::Put => {
+                match serde_json::from_slice::<Map<String, Value>>(&entry.value) {
+                    Ok(doc) => MetadataState::Document(doc),
+                    Err(error) => MetadataState::Unreadable(error.to_string()),
+                }
+            }
             kv::Operation::Delete | kv::Operation::Purge => MetadataState::Removed,
         };
         Ok(MetadataChange {

@@ -63,7 +63,12 @@ async fn every_sessions_metadata_comes_first_then_each_change() {
     assert_eq!(first.session, "a");
     assert_eq!(
         first.state,
-        MetadataState::Document(json!({"permission_mode":"plan"}).as_object().unwrap().clone())
+        MetadataState::Document(
+            json!({"permission_mode":"plan"})
+                .as_object()
+                .unwrap()
+                .clone()
+        )
     );
     let second = next(&mut changes).await.unwrap();
     assert_eq!(second.session, "b");
@@ -80,7 +85,10 @@ async fn every_sessions_metadata_comes_first_then_each_change() {
     assert_eq!(live.session, "a");
     assert!(live.revision > first.revision);
     bucket.delete("a").await.unwrap();
-    assert_eq!(next(&mut changes).await.unwrap().state, MetadataState::Removed);
+    assert_eq!(
+        next(&mut changes).await.unwrap().state,
+        MetadataState::Removed
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,7 +96,8 @@ async fn transcripts_are_followed_live_from_a_sequence_on() {
     let server = NatsServer::start();
     let connection = connect(&server.url()).await;
     ensure_stream(&connection, 1).await.unwrap();
-    let publisher = TranscriptPublisher::spawn(connection.clone(), &tokio::runtime::Handle::current());
+    let publisher =
+        TranscriptPublisher::spawn(connection.clone(), &tokio::runtime::Handle::current());
     publisher.publish("s1", "u1", r#"{"n":1}"#);
     publisher.publish("s2", "u2", r#"{"n":2}"#);
     publisher.publish("s1", "u3", r#"{"n":3}"#);
@@ -107,7 +116,10 @@ async fn transcripts_are_followed_live_from_a_sequence_on() {
         .unwrap(),
     );
     let one = next(&mut s1).await.unwrap();
-    assert_eq!((one.session.as_str(), one.line.as_str()), ("s1", r#"{"n":1}"#));
+    assert_eq!(
+        (one.session.as_str(), one.line.as_str()),
+        ("s1", r#"{"n":1}"#)
+    );
     let three = next(&mut s1).await.unwrap();
     assert_eq!(three.line, r#"{"n":3}"#);
 

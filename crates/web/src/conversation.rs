@@ -273,7 +273,10 @@ mod tests {
                 text: "/review src".into()
             }]
         );
-        let caveat = USER.replace("run <b>the</b> tests", "<local-command-stdout>x</local-command-stdout>");
+        let caveat = USER.replace(
+            "run <b>the</b> tests",
+            "<local-command-stdout>x</local-command-stdout>",
+        );
         assert_eq!(items_of_line(&caveat), vec![]);
     }
 
@@ -293,7 +296,10 @@ mod tests {
         assert!(parts.observe(&Entry::parse(USER).unwrap()));
         assert_eq!(parts.title().as_deref(), Some("run <b>the</b> tests"));
         let second = USER.replace("run <b>the</b> tests", "again");
-        assert!(!parts.observe(&Entry::parse(&second).unwrap()), "the first prompt stays");
+        assert!(
+            !parts.observe(&Entry::parse(&second).unwrap()),
+            "the first prompt stays"
+        );
         let ai = r#"{"type":"ai-title","aiTitle":"Test run","sessionId":"s"}"#;
         assert!(parts.observe(&Entry::parse(ai).unwrap()));
         let custom = r#"{"type":"custom-title","customTitle":"Mine","sessionId":"s"}"#;

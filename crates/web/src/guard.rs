@@ -59,7 +59,11 @@ pub(crate) fn host_allowed(headers: &HeaderMap, any_host: bool) -> bool {
 
 /// Whether a change request comes from this server's own pages (or from no browser).
 pub(crate) fn same_origin(headers: &HeaderMap) -> bool {
-    let text = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
     if let Some(origin) = text(header::ORIGIN) {
         let Some(host) = text(header::HOST) else {
             return false;
@@ -127,7 +131,10 @@ mod tests {
             assert!(!host_allowed(&headers(&[("host", host)]), false), "{host}");
             assert!(host_allowed(&headers(&[("host", host)]), true), "{host}");
         }
-        assert!(!host_allowed(&HeaderMap::new(), false), "no Host, no answer");
+        assert!(
+            !host_allowed(&HeaderMap::new(), false),
+            "no Host, no answer"
+        );
     }
 
     #[test]
@@ -140,6 +147,9 @@ mod tests {
         assert!(!same_origin(&null));
         let cross = headers(&[("host", "127.0.0.1:9"), ("sec-fetch-site", "cross-site")]);
         assert!(!same_origin(&cross));
-        assert!(same_origin(&headers(&[("host", "127.0.0.1:9")])), "not a browser");
+        assert!(
+            same_origin(&headers(&[("host", "127.0.0.1:9")])),
+            "not a browser"
+        );
     }
 }

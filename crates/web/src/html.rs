@@ -10,8 +10,8 @@
 
 use std::fmt::Write as _;
 
-use crate::row::{SessionRow, offered_modes};
 use crate::routes::valid_session_id;
+use crate::row::{SessionRow, offered_modes};
 
 /// `text` with the five characters that matter in HTML text and quoted attributes
 /// replaced by their entities.
@@ -47,11 +47,7 @@ fn optional(value: Option<&str>) -> String {
 
 fn time(value: Option<&str>) -> String {
     match value {
-        Some(at) => format!(
-            "<time datetime=\"{}\">{}</time>",
-            escape(at),
-            escape(at)
-        ),
+        Some(at) => format!("<time datetime=\"{}\">{}</time>", escape(at), escape(at)),
         None => "—".to_owned(),
     }
 }

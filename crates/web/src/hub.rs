@@ -45,7 +45,7 @@ const STATUS_EVERY: Duration = Duration::from_millis(250);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Change {
     /// A session's row is new or changed.
-    Row(SessionRow),
+    Row(Box<SessionRow>),
     /// A session left the bucket.
     Removed(String),
 }
@@ -98,11 +98,15 @@ impl Shared {
     fn read(&self) -> RwLockReadGuard<'_, Rows> {
         // A panic while the lock was held leaves maps that are still whole (every write
         // is one insert), so a poisoned lock is used as it is.
-        self.rows.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.rows
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Rows> {
-        self.rows.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.rows
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Takes in a change of the bucket; an older revision than the one known (a watch
@@ -127,7 +131,7 @@ impl Shared {
                 },
             );
             match rows.row(&id) {
-                Some(row) => Change::Row(row),
+                Some(row) => Change::Row(Box::new(row)),
                 None if removed => Change::Removed(id),
                 None => return,
             }
@@ -154,7 +158,7 @@ impl Shared {
             rows.row(&line.session)
         };
         if let Some(row) = row {
-            let _ = self.changes.send(Change::Row(row));
+            let _ = self.changes.send(Change::Row(Box::new(row)));
         }
     }
 }
@@ -199,7 +203,9 @@ impl Hub {
                     );
                 }
             }
-            Err(error) => tracing::warn!(%error, "the sessions could not be listed at start; the watch will fill the list"),
+            Err(error) => {
+                tracing::warn!(%error, "the sessions could not be listed at start; the watch will fill the list")
+            }
         }
         let tasks = vec![
             tokio::spawn(watch_metadata(Arc::clone(&shared))),

@@ -69,7 +69,10 @@ pub(crate) fn router(app: App) -> Router {
         .route("/assets/app.js", get(script))
         .route("/assets/style.css", get(style))
         .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(app.clone(), guard::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::guard,
+        ))
         .with_state(app)
 }
 

@@ -114,7 +114,13 @@ mod tests {
     fn the_control_offers_the_five_public_modes() {
         assert_eq!(
             offered_modes().collect::<Vec<_>>(),
-            ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
+            [
+                "default",
+                "acceptEdits",
+                "plan",
+                "bypassPermissions",
+                "dontAsk"
+            ]
         );
     }
 }

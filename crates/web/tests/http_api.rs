@@ -223,10 +223,8 @@ async fn item4_sessions_are_listed_and_a_metadata_change_arrives_as_an_event() {
     assert_eq!(change.data["id"], "s1");
 
     // The first prompt on the stream titles the session.
-    let publisher = TranscriptPublisher::spawn(
-        web.connection.clone(),
-        &tokio::runtime::Handle::current(),
-    );
+    let publisher =
+        TranscriptPublisher::spawn(web.connection.clone(), &tokio::runtime::Handle::current());
     publisher.publish("s1", "u1", &user_line("u1", "fix <b>the</b> build"));
     let titled = events.until("session", |row| !row["title"].is_null()).await;
     assert_eq!(titled.data["title"], "fix <b>the</b> build");
@@ -240,10 +238,8 @@ async fn item4_sessions_are_listed_and_a_metadata_change_arrives_as_an_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn item4_transcript_entries_arrive_on_the_session_stream_and_resume_after_the_last_id() {
     let web = start().await;
-    let publisher = TranscriptPublisher::spawn(
-        web.connection.clone(),
-        &tokio::runtime::Handle::current(),
-    );
+    let publisher =
+        TranscriptPublisher::spawn(web.connection.clone(), &tokio::runtime::Handle::current());
     publisher.publish("s1", "u1", &user_line("u1", "run the tests"));
     publisher.publish("other", "x1", &user_line("x1", "not this session"));
     assert!(publisher.flush(EVENT_LIMIT).await);
@@ -256,7 +252,10 @@ async fn item4_transcript_entries_arrive_on_the_session_stream_and_resume_after_
         first.data["items"],
         json!([{"kind": "prompt", "text": "run the tests"}])
     );
-    let first_id = first.id.clone().expect("an entry carries its sequence as id");
+    let first_id = first
+        .id
+        .clone()
+        .expect("an entry carries its sequence as id");
 
     // A line published now arrives live; another session's never does.
     publisher.publish("s1", "a1", &tool_line("a1", "cargo test\nmore"));
@@ -338,7 +337,10 @@ async fn item4_bad_or_foreign_change_requests_are_refused_with_a_reason() {
     let error = async |response: reqwest::Response| {
         let status = response.status().as_u16();
         let body: Value = response.json().await.unwrap();
-        (status, body["error"].as_str().unwrap_or_default().to_owned())
+        (
+            status,
+            body["error"].as_str().unwrap_or_default().to_owned(),
+        )
     };
 
     let (status, message) = error(
@@ -410,7 +412,14 @@ async fn item4_bad_or_foreign_change_requests_are_refused_with_a_reason() {
     .await;
     assert_eq!(status, 404);
     assert!(message.contains("no session nobody"), "{message}");
-    assert!(web.connection.bucket().get("nobody").await.unwrap().is_none());
+    assert!(
+        web.connection
+            .bucket()
+            .get("nobody")
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let (status, _) = error(
         web.client
@@ -425,7 +434,6 @@ async fn item4_bad_or_foreign_change_requests_are_refused_with_a_reason() {
 
     // None of it changed the document.
     let doc: Value =
-        serde_json::from_slice(&web.connection.bucket().get("s1").await.unwrap().unwrap())
-            .unwrap();
+        serde_json::from_slice(&web.connection.bucket().get("s1").await.unwrap().unwrap()).unwrap();
     assert_eq!(doc["permission_mode"], "default");
 }
