@@ -58,7 +58,7 @@ fn free_port() -> u16 {
 struct Browser {
     client: Option<Client>,
     driver: std::process::Child,
-    _profile: tempfile::TempDir,
+    profile: tempfile::TempDir,
 }
 
 impl Drop for Browser {
@@ -92,7 +92,7 @@ impl Browser {
         let mut browser = Self {
             client: None,
             driver,
-            _profile: profile,
+            profile,
         };
         let capabilities = json!({
             "goog:chromeOptions": {
@@ -100,7 +100,7 @@ impl Browser {
                 "args": [
                     "--headless=new", "--no-sandbox", "--disable-gpu",
                     "--disable-dev-shm-usage", "--no-first-run",
-                    format!("--user-data-dir={}", browser._profile.path().display()),
+                    format!("--user-data-dir={}", browser.profile.path().display()),
                 ],
             }
         });
