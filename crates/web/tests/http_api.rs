@@ -43,7 +43,7 @@ async fn start() -> Web {
     put(
         &connection,
         "s1",
-        json!({"cwd": "/work/<project>", "model": "claude-sonnet", "permission_mode": "default",
+        json!({"cwd": "/srv/<project>", "model": "claude-sonnet", "permission_mode": "default",
                "status": "active", "updated_at": "2026-01-02T03:04:05+00:00"}),
     )
     .await;
@@ -185,7 +185,7 @@ async fn item4_sessions_are_listed_and_a_metadata_change_arrives_as_an_event() {
         .await
         .unwrap();
     assert_eq!(rows[0]["id"], "s1");
-    assert_eq!(rows[0]["cwd"], "/work/<project>");
+    assert_eq!(rows[0]["cwd"], "/srv/<project>");
     assert_eq!(rows[0]["permission_mode"], "default");
 
     let page = web
@@ -201,7 +201,7 @@ async fn item4_sessions_are_listed_and_a_metadata_change_arrives_as_an_event() {
             .contains("script-src 'self'")
     );
     let html = page.text().await.unwrap();
-    assert!(html.contains("/work/&lt;project&gt;"), "{html}");
+    assert!(html.contains("/srv/&lt;project&gt;"), "{html}");
     assert!(html.contains("href=\"/sessions/s1\""));
 
     let mut events = Events::open(&web, "/events", None).await;
@@ -213,7 +213,7 @@ async fn item4_sessions_are_listed_and_a_metadata_change_arrives_as_an_event() {
     put(
         &web.connection,
         "s1",
-        json!({"permission_mode": "plan", "status": "active", "cwd": "/work/<project>"}),
+        json!({"permission_mode": "plan", "status": "active", "cwd": "/srv/<project>"}),
     )
     .await;
     let change = events
