@@ -58,6 +58,8 @@ pub(crate) enum Command {
     Mcp(crate::commands::mcp::McpArgs),
     /// Trust this project, so the hooks of its own settings files run.
     Trust(crate::commands::trust::TrustArgs),
+    /// Serve the live web view of the sessions on a NATS server (`--remote`).
+    Serve(crate::commands::serve::ServeArgs),
 }
 
 /// What `--output-format` prints.

@@ -3,7 +3,8 @@
 //!
 //! - `strata -p …`: a headless agent run ([`headless`]), also without `-p` when an SDK
 //!   drives it (`--input-format stream-json`);
-//! - `strata config …`, `strata sessions …`: the subcommands ([`commands`]);
+//! - `strata config …`, `strata sessions …`, `strata serve …` (the web view of remote
+//!   sessions): the subcommands ([`commands`]);
 //! - `strata` alone: the interactive terminal UI ([`interactive`]; needs a terminal);
 //! - `strata __strata-supervise …` (hidden): the supervisor of one tool command, which
 //!   strata starts itself (`strata_agent::procs`).
@@ -101,7 +102,7 @@ fn init_logging(sdk: &args::SdkArgs) {
 /// debug output is the HTTP and TLS machinery's, not the session's).
 const DEBUG_FILTER: &str = "warn,strata=debug,strata_agent=debug,strata_mcp=debug,\
 strata_session=debug,strata_state=debug,strata_store=debug,strata_config=debug,\
-strata_remote=debug,strata_tui=debug,strata_bootstrap=debug,strata_protocol=debug";
+strata_remote=debug,strata_web=debug,strata_tui=debug,strata_bootstrap=debug,strata_protocol=debug";
 
 fn run(cli: args::Cli) -> anyhow::Result<()> {
     match cli.command {
@@ -109,6 +110,7 @@ fn run(cli: args::Cli) -> anyhow::Result<()> {
         Some(args::Command::Sessions(a)) => commands::sessions::run(a),
         Some(args::Command::Mcp(a)) => commands::mcp::run(a),
         Some(args::Command::Trust(a)) => commands::trust::run(a),
+        Some(args::Command::Serve(a)) => commands::serve::run(a),
         // The Agent SDKs start strata without -p (headless::implied).
         None if cli.agent.print || headless::implied(&cli.agent) => headless::run(cli.agent),
         None => interactive::run(cli.agent),

@@ -14,7 +14,11 @@
 //!   de-duplication id); [`fetch_lines`] reads a session back to rebuild it on another
 //!   machine, [`list_sessions`] lists the bucket;
 //! - [`watch_own_key`]: the worker's watch of its own key, applying a change made elsewhere
-//!   through the store's one mode gate (FX-7, [`AppStore::apply_external_metadata`]).
+//!   through the store's one mode gate (FX-7, [`AppStore::apply_external_metadata`]), and
+//!   answering a mode request ([`request_mode`], the web view's control) with the mode the
+//!   session is really in;
+//! - [`watch_all_metadata`] and [`follow_transcripts`]: an observer's view of every
+//!   session (`strata serve`), live.
 //!
 //! Echo suppression: the port reads the stored document (with its revision) before it
 //! writes, and writes nothing when the merged document equals it; the write itself is a
@@ -24,11 +28,20 @@
 //! [`AppStore::apply_external_metadata`]: strata_state::AppStore::apply_external_metadata
 
 mod connection;
+mod mode_request;
+mod observe;
 mod port;
 mod transcripts;
 mod watch;
 
 pub use connection::{BUCKET, RemoteConnection, RemoteError};
+pub use mode_request::{
+    MODE_REPLY, MODE_REQUEST, ModeReply, ModeRequest, ModeRequestError, request_mode,
+};
+pub use observe::{
+    Follow, MetadataChange, MetadataState, StoredLine, follow_transcripts, is_connected,
+    session_of_subject, watch_all_metadata,
+};
 pub use port::{KvMetadataPort, merged_document, write_metadata};
 pub use transcripts::{
     STREAM, TranscriptPublisher, ensure_stream, fetch_lines, list_sessions, subject,

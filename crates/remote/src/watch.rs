@@ -4,7 +4,8 @@
 //! [`AppStore::apply_external_metadata`], which runs the reverse bridge and so the one mode
 //! gate: a `bypassPermissions` mode this session may not enter is refused there. The watch
 //! starts with the key's current value, so a worker that attaches to an existing session
-//! restores its mode from the metadata.
+//! restores its mode from the metadata. A document carrying a mode request (the web
+//! view's control) is answered once applied ([`crate::mode_request`]).
 
 use futures::StreamExt;
 use strata_state::{AppStore, SessionExternalMetadata};
@@ -34,6 +35,7 @@ pub async fn watch_own_key(
         .watch_with_history(&session)
         .await
         .map_err(|error| RemoteError::js("watching session metadata", error))?;
+    let bucket = connection.bucket().clone();
     let task = tokio::spawn(async move {
         while let Some(entry) = entries.next().await {
             let entry = match entry {
@@ -49,6 +51,8 @@ pub async fn watch_own_key(
             match serde_json::from_slice::<SessionExternalMetadata>(&entry.value) {
                 Ok(metadata) => {
                     store.apply_external_metadata(&metadata);
+                    crate::mode_request::answer_mode_request(&bucket, &session, &metadata, &store)
+                        .await;
                 }
                 Err(error) => tracing::warn!(
                     %error,

@@ -34,6 +34,9 @@
 //!
 //! [`PageServer`] serves fixed web pages on `127.0.0.1` for the tools that fetch URLs.
 //!
+//! [`NatsServer`] starts a `nats-server -js` of the test's own on a loopback port, for
+//! the remote sessions' tests (issue 17).
+//!
 //! The real-corpus tests find the reference agent's transcripts through [`corpus`] (an
 //! environment variable; skipped with one line on a fresh clone), and [`transcripts`]
 //! writes transcripts in the reference format from the product's own entry types, so the
@@ -43,6 +46,7 @@
 //! `strata-protocol`'s message types and no other crate of ours.
 
 pub mod corpus;
+mod nats;
 mod pages;
 pub mod render;
 mod reply;
@@ -50,6 +54,7 @@ mod script;
 mod server;
 pub mod transcripts;
 
+pub use nats::NatsServer;
 pub use pages::{Page, PageServer};
 pub use reply::Reply;
 pub use script::{Gate, MockResponse};

@@ -3,5 +3,6 @@
 pub(crate) mod config;
 pub(crate) mod mcp;
 pub(crate) mod output;
+pub(crate) mod serve;
 pub(crate) mod sessions;
 pub(crate) mod trust;
