@@ -21,7 +21,7 @@ use strata_state::tasks::{TaskId, TaskKind, TaskMap, updaters};
 use strata_store::{ByFn, Selection};
 
 use super::{App, Request};
-use crate::ask_dialog::{AskDialog, AskOutcome};
+use crate::ask_dialog::AskDialog;
 use crate::overlay::{Entry, Overlay, Purpose};
 use crate::tasks_panel::{self, PanelAction, RowKind, TasksPanel};
 
@@ -272,22 +272,6 @@ impl App {
         }
         self.bell = true;
         self.dirty = true;
-    }
-
-    pub(super) fn on_ask_key(&mut self, key: KeyEvent) -> Request {
-        let Some(dialog) = self.ask.as_mut() else {
-            return Request::None;
-        };
-        self.dirty = true;
-        match dialog.on_key(key) {
-            AskOutcome::Open => {}
-            AskOutcome::Answered => self.ask = None,
-            AskOutcome::Declined => {
-                self.ask = None;
-                self.footer.notice = Some("Tell strata what to do differently".into());
-            }
-        }
-        Request::None
     }
 
     /// Asks about the project's `.mcp.json` servers nobody has answered for yet, one
