@@ -133,6 +133,10 @@ pub struct App {
     tasks_panel: Option<crate::tasks_panel::TasksPanel>,
     /// What the full-screen viewer shows.
     viewed: Option<Viewed>,
+    /// The viewed agent's conversation and status, as the store has them.
+    viewed_sel: tasks::ViewedSel,
+    /// The viewer's lines, kept while the conversation and width stay the same.
+    viewer_cache: Option<tasks::ViewerCache>,
     /// Project MCP servers still to ask about.
     mcp_pending: Vec<String>,
     tasks_sel: tasks::TasksSel,
@@ -175,7 +179,7 @@ fn messages_of(s: &AppState) -> Messages {
     s.messages.clone()
 }
 fn same_messages(a: &Messages, b: &Messages) -> bool {
-    a.ptr_eq(b)
+    strata_state::same_conversation(a, b)
 }
 fn footer_of(s: &AppState) -> (Option<smol_str::SmolStr>, PermissionMode, bool) {
     (
@@ -207,6 +211,7 @@ impl App {
         let footer_sel = store.select(footer_of as fn(&AppState) -> _);
         let todos_sel = store.select(todos_of as fn(&AppState) -> _);
         let tasks_sel = tasks::select_tasks(&store);
+        let viewed_sel = tasks::select_viewed(&store);
         let background = crate::tasks_panel::running_count(tasks_sel.value());
         let mode = store.with(|s| s.tool_permission_context.mode);
         let footer = FooterData {
@@ -231,6 +236,8 @@ impl App {
             ask: None,
             tasks_panel: None,
             viewed: None,
+            viewed_sel,
+            viewer_cache: None,
             mcp_pending: Vec::new(),
             tasks_sel,
             committed: 0,
@@ -595,6 +602,27 @@ impl App {
                 }
             });
         }
+        self.run_turn(Message::user_text(submitted.text));
+    }
+
+    /// Whether news of background work that ended should start a turn now: no turn
+    /// runs and no prompt waits for one (either would give the model the news with its
+    /// next request).
+    pub fn idle_for_notifications(&self) -> bool {
+        self.turn.is_none() && self.queued.is_empty()
+    }
+
+    /// Background work ended while no turn ran: the model hears of it in a turn of its
+    /// own (`prompt`, from [`Engine::next_notification_prompt`]), without a keystroke, as
+    /// the reference agent does. The task's one history line is already shown; the
+    /// notification itself is not shown again (`cells`), the answer is.
+    pub fn start_notification_turn(&mut self, prompt: Message) {
+        self.run_turn(prompt);
+    }
+
+    /// Runs a turn with `prompt` on its own task; its end arrives as
+    /// [`UiEvent::TurnDone`].
+    fn run_turn(&mut self, prompt: Message) {
         let cancel = CancellationToken::new();
         self.turn = Some(Turn {
             started: Instant::now(),
@@ -608,9 +636,7 @@ impl App {
         tokio::spawn(async move {
             // The one report of the turn's end, sent once this task let go of the
             // engine (a `/resume` right after can close it).
-            let result = engine
-                .run_prompt(Message::user_text(submitted.text), cancel)
-                .await;
+            let result = engine.run_prompt(prompt, cancel).await;
             drop(engine);
             let _ = tx.send(UiEvent::TurnDone(Box::new(result)));
         });
