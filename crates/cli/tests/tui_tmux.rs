@@ -522,3 +522,59 @@ async fn an_ask_user_question_answered_in_the_ui_reaches_the_model() {
         "{last}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_user_question_review_changes_an_answer_then_submits_both() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use(
+        "toolu_ask2",
+        "AskUserQuestion",
+        json!({"questions": [
+            {"question": "Which database should we use?", "header": "Database",
+             "multiSelect": false,
+             "options": [{"label": "PostgreSQL", "description": "Relational"},
+                         {"label": "SQLite", "description": "A file"}]},
+            {"question": "Which port should it listen on?", "header": "Port",
+             "multiSelect": false,
+             "options": [{"label": "8080", "description": "The usual"},
+                         {"label": "9090", "description": "Free here"}]}]}),
+    ));
+    server.push(Reply::new().text("SQLite on 9090, then."));
+    let (env2, server2) = (&env, &server);
+    let pane = tokio::task::block_in_place(|| Pane::start(env2, Some(server2), &[], 100, 40));
+    let Some(pane) = pane else { return };
+    tokio::task::block_in_place(|| {
+        pane.wait_for("/help");
+        pane.type_text("set up the service");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Which database should we use?");
+        pane.keys(&["2"]);
+        pane.wait_for("Which port should it listen on?");
+        pane.keys(&["1"]);
+        // The review: both questions with their answers, nothing sent yet.
+        let screen = pane.wait_for("Review your answers");
+        assert!(
+            screen.contains("→ SQLite") && screen.contains("→ 8080"),
+            "{screen}"
+        );
+        assert!(screen.contains("1. Submit answers"), "{screen}");
+        // Back to the port (↑ from Submit), a new answer, and the review again.
+        pane.keys(&["Up"]);
+        pane.keys(&["Enter"]);
+        pane.wait_for("Free here");
+        pane.keys(&["2"]);
+        pane.wait_for("→ 9090");
+        pane.keys(&["Enter"]);
+        pane.wait_for("SQLite on 9090, then.");
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    });
+    let requests = server.requests();
+    let last = String::from_utf8_lossy(&requests.last().unwrap().body).into_owned();
+    assert!(
+        last.contains(r#"\"Which database should we use?\"=\"SQLite\""#)
+            && last.contains(r#"\"Which port should it listen on?\"=\"9090\""#),
+        "{last}"
+    );
+}

@@ -178,3 +178,25 @@ fn sl3_release_frees_the_messages() {
             .is_empty()
     );
 }
+
+#[test]
+fn sl3_a_viewed_agent_follows_its_growing_conversation_and_nothing_is_kept_unviewed() {
+    let (a, b) = (TaskId::generate('a'), TaskId::generate('a'));
+    let d = domain(&[&a, &b]);
+    // Not viewed: its conversation is not held (SL-3's memory discipline).
+    assert!(d.follow_view(&a, &transcript(2)).is_none());
+    let d = d.enter_view(&a, Some(transcript(1))).unwrap();
+    let live = transcript(3);
+    let d = d.follow_view(&a, &live).unwrap();
+    assert!(
+        strata_state::same_conversation(&local(&d, &a).messages, &live),
+        "shared with the running agent, not copied"
+    );
+    assert!(local(&d, &a).retain && local(&d, &a).disk_loaded);
+    assert!(d.follow_view(&a, &live).is_none(), "the same messages again");
+    assert!(d.follow_view(&b, &live).is_none(), "another, unviewed agent");
+    // Leaving drops them; a later growth is not kept.
+    let d = d.exit_view().unwrap();
+    assert!(local(&d, &a).messages.is_empty());
+    assert!(d.follow_view(&a, &transcript(4)).is_none());
+}

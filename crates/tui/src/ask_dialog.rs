@@ -11,7 +11,11 @@
 //! Keys: ↑↓ move; Enter picks (single choice) or confirms the ticked options (multiple
 //! choice); Space ticks an option of a multiple choice; 1–9 pick or tick by number;
 //! ←/→ go back to an earlier question or on to the next; on "Other" the keys type the
-//! answer. After the last question the answers go to the tool.
+//! answer. A single question's answer goes to the tool at once. With several, the last
+//! answer opens the review (as the reference agent's dialog does): each question with
+//! the answer chosen, where Enter on a question goes back to change it (and its new
+//! answer returns to the review), "Submit answers" sends them and "Cancel" (or Esc)
+//! declines; → from the last question also opens it.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -56,6 +60,9 @@ pub struct AskDialog {
     questions: Vec<Question>,
     states: Vec<State>,
     current: usize,
+    /// The review is shown (several questions only), with its highlighted row: a
+    /// question (`0..n`), then "Submit answers" (`n`) and "Cancel" (`n + 1`).
+    review: Option<usize>,
     input: Value,
     reply: Option<oneshot::Sender<PermissionResult>>,
 }
@@ -92,6 +99,7 @@ impl AskDialog {
             questions,
             states,
             current: 0,
+            review: None,
             input: prompt.input.clone(),
             reply: Some(reply),
         })
@@ -119,9 +127,17 @@ impl AskDialog {
         self.states[self.current].cursor == self.question().options.len()
     }
 
+    /// Whether the review of the answers is shown.
+    pub fn reviewing(&self) -> bool {
+        self.review.is_some()
+    }
+
     /// A key typed while the dialog is open.
     pub fn on_key(&mut self, key: crossterm::event::KeyEvent) -> AskOutcome {
         use crossterm::event::{KeyCode, KeyModifiers};
+        if let Some(row) = self.review {
+            return self.on_review_key(key, row);
+        }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let multi = self.question().multi_select;
         match key.code {
@@ -140,7 +156,11 @@ impl AskDialog {
                 self.current = self.current.saturating_sub(1);
             }
             KeyCode::Right if !self.on_other() || self.states[self.current].other.is_empty() => {
-                self.current = (self.current + 1).min(self.questions.len() - 1);
+                if self.current + 1 < self.questions.len() {
+                    self.current += 1;
+                } else if self.questions.len() > 1 {
+                    self.open_review();
+                }
             }
             KeyCode::Enter => return self.confirm(),
             KeyCode::Backspace if self.on_other() => {
@@ -206,9 +226,13 @@ impl AskDialog {
             return AskOutcome::Open;
         }
         s.answer = Some(answer);
-        match (0..self.questions.len()).find(|&i| self.states[i].answer.is_none()) {
+        match self.first_unanswered() {
             Some(next) => {
                 self.current = next;
+                AskOutcome::Open
+            }
+            None if self.questions.len() > 1 => {
+                self.open_review();
                 AskOutcome::Open
             }
             None => {
@@ -216,6 +240,52 @@ impl AskDialog {
                 AskOutcome::Answered
             }
         }
+    }
+
+    fn first_unanswered(&self) -> Option<usize> {
+        (0..self.questions.len()).find(|&i| self.states[i].answer.is_none())
+    }
+
+    /// The review, "Submit answers" highlighted.
+    fn open_review(&mut self) {
+        self.review = Some(self.questions.len());
+    }
+
+    /// A key on the review, whose highlighted row is `row`.
+    fn on_review_key(&mut self, key: crossterm::event::KeyEvent, row: usize) -> AskOutcome {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        let n = self.questions.len();
+        let last = n + 1;
+        match key.code {
+            KeyCode::Esc => return self.decline(),
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                return self.decline();
+            }
+            KeyCode::Up => self.review = Some(row.saturating_sub(1)),
+            KeyCode::Down | KeyCode::Tab => self.review = Some((row + 1).min(last)),
+            KeyCode::Left => {
+                self.review = None;
+                self.current = n - 1;
+            }
+            KeyCode::Enter if row < n => {
+                // Back to that question; its new answer comes back here.
+                self.review = None;
+                self.current = row;
+            }
+            KeyCode::Enter if row == n => match self.first_unanswered() {
+                Some(missing) => {
+                    self.review = None;
+                    self.current = missing;
+                }
+                None => {
+                    self.send();
+                    return AskOutcome::Answered;
+                }
+            },
+            KeyCode::Enter => return self.decline(),
+            _ => {}
+        }
+        AskOutcome::Open
     }
 
     /// The answers so far, by question text, in the order asked.
@@ -262,15 +332,17 @@ impl AskDialog {
         let accent = Style::default().fg(Color::Cyan);
         let dim = Style::default().fg(Color::DarkGray);
         let mut lines = Vec::new();
-        // The questions as chips: ticked once answered, the current one highlighted.
+        // The questions as chips: ticked once answered, the current one highlighted; with
+        // several, the review's chip after them.
+        let current = Style::default()
+            .fg(Color::Black)
+            .bg(Color::Cyan)
+            .add_modifier(Modifier::BOLD);
         let mut chips = Vec::new();
         for (i, (q, s)) in self.questions.iter().zip(&self.states).enumerate() {
             let mark = if s.answer.is_some() { "☒" } else { "☐" };
-            let style = if i == self.current {
-                Style::default()
-                    .fg(Color::Black)
-                    .bg(Color::Cyan)
-                    .add_modifier(Modifier::BOLD)
+            let style = if i == self.current && self.review.is_none() {
+                current
             } else {
                 dim
             };
@@ -278,9 +350,15 @@ impl AskDialog {
             chips.push(Span::raw(" "));
         }
         if self.questions.len() > 1 {
+            let style = if self.review.is_some() { current } else { dim };
+            chips.push(Span::styled(" ✔ Submit ", style));
             lines.push(cut(Line::from(chips), w));
         } else if let Some(chip) = chips.into_iter().next() {
             lines.push(cut(Line::from(chip), w));
+        }
+        if let Some(row) = self.review {
+            lines.extend(self.render_review(row, w));
+            return lines;
         }
         let q = self.question();
         let s = &self.states[self.current];
@@ -329,6 +407,55 @@ impl AskDialog {
             "space tick · enter confirm · ↑↓ move · ←→ questions · esc decline"
         } else {
             "enter select · ↑↓ move · ←→ questions · esc decline"
+        };
+        lines.push(Line::styled(cut_to_width(hint, w).to_owned(), dim));
+        lines
+    }
+}
+
+impl AskDialog {
+    /// The review's lines below the chips: each question and its answer, then the two
+    /// choices; `row` is highlighted.
+    fn render_review(&self, row: usize, w: usize) -> Vec<Line<'static>> {
+        let accent = Style::default().fg(Color::Cyan);
+        let dim = Style::default().fg(Color::DarkGray);
+        let mut lines = vec![Line::styled(
+            cut_to_width("Review your answers", w).to_owned(),
+            Style::default().add_modifier(Modifier::BOLD),
+        )];
+        for (i, (q, s)) in self.questions.iter().zip(&self.states).enumerate() {
+            let here = row == i;
+            let marker = if here { "❯" } else { " " };
+            let text = format!("{marker} ● {}", q.question);
+            lines.push(Line::styled(
+                cut_to_width(&text, w).to_owned(),
+                if here { accent } else { Style::default() },
+            ));
+            let (answer, style) = match &s.answer {
+                Some(a) => (format!("→ {a}"), Style::default().fg(Color::Green)),
+                None => ("→ (not answered yet)".to_owned(), dim),
+            };
+            for l in wrap(&answer, w.saturating_sub(4).max(1)).into_iter().take(3) {
+                lines.push(Line::styled(format!("    {l}"), style));
+            }
+        }
+        let n = self.questions.len();
+        lines.push(Line::styled(
+            cut_to_width("Ready to submit your answers?", w).to_owned(),
+            dim,
+        ));
+        for (i, label) in [(n, "Submit answers"), (n + 1, "Cancel")] {
+            let here = row == i;
+            let marker = if here { "❯" } else { " " };
+            lines.push(Line::styled(
+                cut_to_width(&format!("{marker} {}. {label}", i - n + 1), w).to_owned(),
+                if here { accent } else { Style::default() },
+            ));
+        }
+        let hint = if row < n {
+            "enter change this answer · ↑↓ move · ← back · esc cancel"
+        } else {
+            "enter choose · ↑↓ move · ← back · esc cancel"
         };
         lines.push(Line::styled(cut_to_width(hint, w).to_owned(), dim));
         lines

@@ -1,5 +1,6 @@
-//! The event loop: terminal input, store changes, engine events and — only while a turn
-//! runs — a frame clock, merged in one `select!`. A change marks the app dirty; a frame
+//! The event loop: terminal input, store changes, engine events, news of background
+//! work that ended while idle (a turn of its own) and — only while a turn runs — a frame
+//! clock, merged in one `select!`. A change marks the app dirty; a frame
 //! is drawn at most every 16 ms (a burst of deltas or keys becomes one frame), and
 //! while idle nothing wakes the loop: no timer exists unless something is live.
 
@@ -45,7 +46,8 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     ui: &mut mpsc::UnboundedReceiver<UiEvent>,
     backend: Backend,
 ) -> io::Result<LoopStats> {
-    let store = app.engine().store().clone();
+    let engine = app.engine().clone();
+    let store = engine.store().clone();
     let mut seen = store.version();
     let mut last_frame = Instant::now() - FRAME_INTERVAL;
     let mut input_open = true;
@@ -103,6 +105,11 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
             version = store.changed(seen) => {
                 seen = version;
                 app.on_store_change();
+            },
+            // A background task ended while idle: a turn tells the model (the news of
+            // one that ends during a turn goes with that turn's next request).
+            prompt = engine.next_notification_prompt(), if app.idle_for_notifications() => {
+                app.start_notification_turn(prompt);
             },
             () = sleep_until(due), if due.is_some() => {
                 // The terminal may have been resized (and reflowed what it shows) before
@@ -229,13 +236,16 @@ async fn transcript<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     Ok(())
 }
 
-/// How often the viewer reads what it shows again (a running shell's output grows).
+/// How often the viewer reads a running shell's output file again (a file has no
+/// selection to wait on; an agent's conversation has).
 const VIEWER_REFRESH: Duration = Duration::from_secs(1);
 
 /// A background agent's conversation or a shell's output in the alternate screen
 /// ([`App::viewer_lines`]), newest at the bottom: ↑↓ and PgUp/PgDn scroll, `r` reads an
 /// agent's transcript again, Esc, `q` or ← go back to the inline view (the agent is
-/// released: [`App::viewer_closed`]).
+/// released: [`App::viewer_closed`]). A running agent's view follows it live: each
+/// store commit that changed the viewed agent's conversation or status
+/// ([`App::viewer_changed`]) is one redraw, and nothing else wakes it.
 async fn viewer<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     app: &mut App,
     term: &mut InlineTerminal<W>,
@@ -243,47 +253,28 @@ async fn viewer<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
 ) -> io::Result<()> {
     use event::KeyCode;
     term.writer_mut().queue(terminal::EnterAlternateScreen)?;
+    let store = app.engine().store().clone();
+    let mut seen = store.version();
     // Rows scrolled up from the end.
     let mut back: usize = 0;
+    let mut rows = draw_viewer(app, term, &mut back)?;
     let result = loop {
-        let (w, h) = (term.width(), term.height());
-        let (title, lines) = app.viewer_lines(w);
-        let rows = usize::from(h.saturating_sub(2)).max(1);
-        back = back.min(lines.len().saturating_sub(rows));
-        let end = lines.len() - back;
-        let start = end.saturating_sub(rows);
-        let out = term.writer_mut();
-        out.queue(terminal::BeginSynchronizedUpdate)?;
-        out.queue(terminal::Clear(terminal::ClearType::All))?;
-        out.queue(cursor::MoveTo(0, 0))?;
-        write!(
-            out,
-            "{}\r\n",
-            crate::text::cut_to_width(&title, usize::from(w))
-        )?;
-        for line in &lines[start..end] {
-            let text = crate::text::cut_to_width(&line.to_string(), usize::from(w)).to_owned();
-            write!(out, "{text}\r\n")?;
-        }
-        let footer = format!(
-            "── ↑↓ scroll · r reload · esc back ── {}-{} of {}",
-            start + 1,
-            end,
-            lines.len()
-        );
-        write!(
-            out,
-            "{}",
-            crate::text::cut_to_width(&footer, usize::from(w))
-        )?;
-        out.queue(terminal::EndSynchronizedUpdate)?;
-        out.flush()?;
         let next = tokio::select! {
             ev = input.next() => ev,
-            () = tokio::time::sleep(VIEWER_REFRESH) => continue,
+            version = store.changed(seen) => {
+                seen = version;
+                if app.viewer_changed() {
+                    rows = draw_viewer(app, term, &mut back)?;
+                }
+                continue;
+            }
+            () = tokio::time::sleep(VIEWER_REFRESH), if app.viewer_reads_file() => {
+                rows = draw_viewer(app, term, &mut back)?;
+                continue;
+            }
         };
         match next {
-            Some(Ok(Event::Key(k))) if k.kind == event::KeyEventKind::Release => {}
+            Some(Ok(Event::Key(k))) if k.kind == event::KeyEventKind::Release => continue,
             Some(Ok(Event::Key(k))) => match k.code {
                 KeyCode::Up => back += 1,
                 KeyCode::Down => back = back.saturating_sub(1),
@@ -294,20 +285,63 @@ async fn viewer<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                 KeyCode::Char('c' | 'd') if k.modifiers.contains(event::KeyModifiers::CONTROL) => {
                     break Ok(());
                 }
-                _ => {}
+                _ => continue,
             },
             Some(Ok(Event::Resize(w, h))) => {
                 term.resize(w, h);
                 app.resize(w);
             }
-            Some(Ok(_)) => {}
+            Some(Ok(_)) => continue,
             Some(Err(e)) => break Err(e),
             None => break Ok(()),
         }
+        rows = draw_viewer(app, term, &mut back)?;
     };
     term.writer_mut().queue(terminal::LeaveAlternateScreen)?;
     app.viewer_closed();
     result
+}
+
+/// Draws the viewer scrolled `back` rows up from the end (clamped to what there is);
+/// returns how many rows of lines fit.
+fn draw_viewer<W: Write>(
+    app: &mut App,
+    term: &mut InlineTerminal<W>,
+    back: &mut usize,
+) -> io::Result<usize> {
+    let (w, h) = (term.width(), term.height());
+    let (title, lines) = app.viewer_lines(w);
+    let rows = usize::from(h.saturating_sub(2)).max(1);
+    *back = (*back).min(lines.len().saturating_sub(rows));
+    let end = lines.len() - *back;
+    let start = end.saturating_sub(rows);
+    let out = term.writer_mut();
+    out.queue(terminal::BeginSynchronizedUpdate)?;
+    out.queue(terminal::Clear(terminal::ClearType::All))?;
+    out.queue(cursor::MoveTo(0, 0))?;
+    write!(
+        out,
+        "{}\r\n",
+        crate::text::cut_to_width(&title, usize::from(w))
+    )?;
+    for line in &lines[start..end] {
+        let text = crate::text::cut_to_width(&line.to_string(), usize::from(w)).to_owned();
+        write!(out, "{text}\r\n")?;
+    }
+    let footer = format!(
+        "── ↑↓ scroll · r reload · esc back ── {}-{} of {}",
+        start + 1,
+        end,
+        lines.len()
+    );
+    write!(
+        out,
+        "{}",
+        crate::text::cut_to_width(&footer, usize::from(w))
+    )?;
+    out.queue(terminal::EndSynchronizedUpdate)?;
+    out.flush()?;
+    Ok(rows)
 }
 
 /// Ctrl-Z: the terminal is restored, the process stops (SIGTSTP) and on `fg` the modes

@@ -7,7 +7,9 @@
 //!   `task_started`.
 //! - **Run**: on its own tokio task, through the query loop, never prompting (SA-4); after
 //!   each round of tool calls its progress (tool calls, tokens, last tool) goes to its task
-//!   entry and the stream (`task_progress`).
+//!   entry and the stream (`task_progress`). While someone views it (SL-3's retain), each
+//!   change of its conversation reaches its task entry too ([`follow_when_viewed`]), so a
+//!   view follows it live; unviewed, its task holds no messages.
 //! - **End**: its final answer is written to `<session>/tasks/<id>.output`, the task is
 //!   completed, failed or killed (its end time recorded, its eviction scheduled: SL-3),
 //!   its usage joins the next `result`, and the main agent is notified (a
@@ -214,11 +216,15 @@ impl AgentRuntime {
             "canReadOutputFile": true,
         }));
         let runtime = Arc::clone(self);
+        let following = follow_when_viewed(&p.store, self.root.clone(), id.clone());
         tokio::spawn(async move {
             let started = Instant::now();
             let run = runtime
                 .run_prepared(&p, None, Arc::new(NoEvents), Some(&report))
                 .await;
+            // Its whole conversation is in the view by now (its last message was stored
+            // before the run returned); a view opened later reads the transcript.
+            drop(following);
             runtime.finish(&agent, &p, run, started.elapsed(), origin);
             // Its conversation, transcript writer and slot go now; its entry stays for the
             // grace period.
@@ -429,6 +435,30 @@ pub enum StopAgentError {
         /// How long the stop waited.
         waited_secs: u64,
     },
+}
+
+/// Keeps a viewed agent's task showing its conversation as it grows: after each commit
+/// of the agent's own store that changed its messages, they go — shared, not copied — to
+/// its task in the root store, which keeps them only while the task is retained (a view
+/// is open: [`updaters::follow_view`]). Dropping the subscription stops it.
+fn follow_when_viewed(
+    conversation: &Store<AppState>,
+    root: Store<AppState>,
+    id: TaskId,
+) -> strata_store::Subscription {
+    let last = std::sync::Mutex::new(conversation.get().messages.clone());
+    conversation.subscribe(move |state| {
+        {
+            let mut last = lock(&last);
+            if strata_state::same_conversation(&last, &state.messages) {
+                return;
+            }
+            *last = state.messages.clone();
+        }
+        // Another store than the one delivering: its commit is delivered on its own
+        // (nothing of the root's listeners writes to an agent's store).
+        let _ = root.set(updaters::follow_view(id.clone(), state.messages.clone()));
+    })
 }
 
 /// How an agent ended, for messages ("completed", "was stopped").

@@ -1,7 +1,8 @@
 //! The session's background work as hosts reach it (issue 11): a turn's `result` held
-//! back while background agents finish, stopping a task by id
-//! (`stop_task`, a UI), viewing an agent's conversation (SL-2: retain, its messages loaded
-//! from its transcript) and leaving it (release), and the sub-agent runtime itself.
+//! back while background agents finish, the prompt of a turn for news that arrived while
+//! idle, stopping a task by id (`stop_task`, a UI), viewing an agent's conversation
+//! (SL-2: retain, its messages loaded from its transcript and followed while it runs)
+//! and leaving it (release), and the sub-agent runtime itself.
 
 use std::sync::Arc;
 
@@ -113,8 +114,10 @@ impl Engine {
     }
 
     /// Opens background agent `id` for viewing (SL-2, SL-3): its task is retained — not
-    /// evicted while viewed — with its conversation loaded from its transcript. `Err`
-    /// when there is no such agent task or its transcript cannot be read.
+    /// evicted while viewed — with its conversation loaded from its transcript; while the
+    /// agent runs, its task follows its conversation as it grows (a host selects the
+    /// task's messages and sees them change). `Err` when there is no such agent task or
+    /// its transcript cannot be read.
     pub fn view_agent(&self, id: &str) -> Result<(), TaskError> {
         let task_id = TaskId::from_string(id);
         let state = self.inner.store.get();
@@ -136,6 +139,25 @@ impl Engine {
             .store
             .set(updaters::enter_view(task_id, Some(messages)));
         Ok(())
+    }
+
+    /// Waits until background work has news for the main agent's model — a task
+    /// notification (a shell or an agent that ended) — and takes everything waiting as
+    /// the prompt of a turn of its own. A host calls it while no turn runs (the reference
+    /// agent starts a turn when a notification arrives and none is running): headless
+    /// stream-json sessions and the UI alike. While a turn runs, the notifications go
+    /// with its next request instead; whoever calls this must not be running one.
+    pub async fn next_notification_prompt(&self) -> Message {
+        let notifications = self.inner.agents.notifications();
+        loop {
+            notifications.wait().await;
+            // Taken in the same poll the wait ended in: a caller that drops this future
+            // (another branch of its `select!` won) loses nothing.
+            let texts = notifications.drain();
+            if !texts.is_empty() {
+                return notifications_prompt(&texts);
+            }
+        }
     }
 
     /// Leaves the agent view (SL-2): the viewed task is released (its messages dropped)

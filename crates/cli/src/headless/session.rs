@@ -354,11 +354,8 @@ async fn stream(
             },
             // Background work that ended while the session was idle (a shell task's
             // notification): the model hears of it in a turn of its own.
-            () = engine.agents().notifications().wait(), if running.is_none() && queue.is_empty() && input_open => {
-                let texts = engine.agents().notifications().drain();
-                if !texts.is_empty() {
-                    queue.push_back((Message::user_text(texts.join("\n\n")), None));
-                }
+            prompt = engine.next_notification_prompt(), if running.is_none() && queue.is_empty() && input_open => {
+                queue.push_back((prompt, None));
             }
             () = session.cancelled(), if !queue.is_empty() || input_open => {
                 // Ctrl-C: the running turn's token is a child and is cancelled too; queued

@@ -79,6 +79,34 @@ use crate::tasks::TasksDomain;
 /// A conversation held in memory: shared messages, cheap to clone and to append to.
 pub type Messages = imbl::Vector<Arc<Message>>;
 
+/// Conversations this long or shorter are compared message by message in
+/// [`same_conversation`] (`imbl` keeps a short vector inline, where `ptr_eq` is always
+/// false).
+const SHORT_CONVERSATION: usize = 64;
+
+/// Whether `a` and `b` are the same conversation: the same shared vector, or — for a
+/// short one, which `ptr_eq` cannot tell — the same messages (by pointer) in the same
+/// order. Never compares message contents; O(1) for a long conversation, where two
+/// vectors with different roots count as different (a change, at worst one redraw too
+/// many).
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata_protocol::message::Message;
+/// use strata_state::{Messages, same_conversation};
+/// let short: Messages = [Arc::new(Message::user_text("hi"))].into_iter().collect();
+/// assert!(same_conversation(&short, &short.clone()));
+/// let mut longer = short.clone();
+/// longer.push_back(Arc::new(Message::user_text("again")));
+/// assert!(!same_conversation(&short, &longer));
+/// ```
+pub fn same_conversation(a: &Messages, b: &Messages) -> bool {
+    a.ptr_eq(b)
+        || (a.len() == b.len()
+            && a.len() <= SHORT_CONVERSATION
+            && a.iter().zip(b.iter()).all(|(x, y)| Arc::ptr_eq(x, y)))
+}
+
 /// The application state of one session (AS-1).
 ///
 /// Made by [`default_app_state`](crate::default_app_state) (AS-5), held by the root

@@ -139,6 +139,47 @@ impl TasksDomain {
         Some(next)
     }
 
+    /// A viewed agent's conversation as it grows (SL-3: only a retained task holds its
+    /// messages): `messages` — the running agent's own conversation, shared, not copied —
+    /// replace those the task holds, so a view follows the agent live. `None` when `id`
+    /// is not a retained local agent (nobody is looking: nothing is kept) or already
+    /// holds these very messages.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_protocol::message::Message;
+    /// use strata_state::tasks::{LocalAgent, TaskId, TaskKind, TaskMap, TaskMessages, TaskState, TasksDomain};
+    /// let id = TaskId::generate('a');
+    /// let agent = LocalAgent { agent_id: "a1".into(), agent_type: None, messages: Default::default(),
+    ///     retain: false, disk_loaded: false, evict_after_ms: None, progress: Default::default() };
+    /// let tasks = TaskMap::default().register(TaskState::new(id.clone(), "review", 0, TaskKind::LocalAgent(agent))).unwrap();
+    /// let domain = TasksDomain { tasks, ..Default::default() };
+    /// let grown: TaskMessages = [Arc::new(Message::user_text("look"))].into_iter().collect();
+    /// assert!(domain.follow_view(&id, &grown).is_none(), "not viewed: nothing kept");
+    /// let viewing = domain.enter_view(&id, Some(TaskMessages::new())).unwrap();
+    /// let followed = viewing.follow_view(&id, &grown).unwrap();
+    /// assert!(followed.follow_view(&id, &grown).is_none(), "the same messages again");
+    /// ```
+    pub fn follow_view(&self, id: &TaskId, messages: &TaskMessages) -> Option<TasksDomain> {
+        let tasks = self.tasks.update(id, |task| {
+            let TaskKind::LocalAgent(agent) = &task.kind else {
+                return None;
+            };
+            if !agent.retain || crate::same_conversation(&agent.messages, messages) {
+                return None;
+            }
+            let mut next = task.clone();
+            if let TaskKind::LocalAgent(agent) = &mut next.kind {
+                agent.messages = messages.clone();
+            }
+            Some(next)
+        })?;
+        Some(TasksDomain {
+            tasks,
+            ..self.clone()
+        })
+    }
+
     /// Decides how to stop or dismiss task `id` (SL-2, SL-3): a running task is cancelled
     /// (the caller runs [`StopAction::Cancel`] through the task's handle), a finished one
     /// is removed at once.

@@ -92,6 +92,12 @@ pub fn enter_view(id: TaskId, messages: Option<TaskMessages>) -> Updater {
     Box::new(move |prev| on_tasks(prev, |d| d.enter_view(&id, messages)))
 }
 
+/// A viewed agent's conversation as it grows: `messages` replace those task `id` holds
+/// while it is retained; unchanged when nobody views it (SL-3).
+pub fn follow_view(id: TaskId, messages: TaskMessages) -> Updater {
+    Box::new(move |prev| on_tasks(prev, |d| d.follow_view(&id, &messages)))
+}
+
 /// Leaves the agent view, releasing the viewed task (SL-2).
 pub fn exit_view() -> Updater {
     Box::new(|prev| on_tasks(prev, TasksDomain::exit_view))
@@ -159,6 +165,10 @@ mod tests {
             ("dismiss a running task", dismiss(id.clone())),
             ("evict nothing due", evict_due(0)),
             ("view an unknown task", enter_view(unknown.clone(), None)),
+            (
+                "follow an agent nobody views",
+                follow_view(id.clone(), TaskMessages::new()),
+            ),
         ];
         for (what, updater) in unchanged {
             let before = store.get();

@@ -1,18 +1,15 @@
 //! The live area of a frame (streaming answer, spinner, todos, the dialog or an overlay
-//! or the prompt, footer, status line), the transcript view's lines, and the keys of
-//! the permission dialog.
+//! or the prompt, footer, status line) and the transcript view's lines.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use strata_protocol::message::Message;
 use strata_state::TodoItem;
 
-use super::{App, Request};
-use crate::dialog::Choice;
+use super::App;
 use crate::history::{self, HistoryOptions};
 use crate::term::Frame;
 use crate::view;
@@ -103,40 +100,6 @@ impl App {
     pub fn transcript(&self, width: u16) -> Vec<Line<'static>> {
         let msgs: Vec<Arc<Message>> = self.messages.value().iter().cloned().collect();
         history::render(&msgs, width, HistoryOptions { verbose: true })
-    }
-
-    pub(super) fn on_dialog_key(&mut self, key: KeyEvent) -> Request {
-        let Some(dialog) = self.dialog.as_mut() else {
-            return Request::None;
-        };
-        self.dirty = true;
-        let pick = match key.code {
-            KeyCode::Up => {
-                dialog.up();
-                None
-            }
-            KeyCode::Down | KeyCode::Tab => {
-                dialog.down();
-                None
-            }
-            KeyCode::Enter => Some(dialog.selected),
-            KeyCode::Char(c) if c.is_ascii_digit() => {
-                c.to_digit(10).and_then(|d| dialog.choice_for_digit(d))
-            }
-            KeyCode::Char('y') => Some(0),
-            KeyCode::Esc | KeyCode::Char('n') => Some(dialog.choices.len() - 1),
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                Some(dialog.choices.len() - 1)
-            }
-            _ => None,
-        };
-        if let Some(i) = pick
-            && let Some(dialog) = self.dialog.take()
-            && let Choice::No = dialog.answer(i)
-        {
-            self.footer.notice = Some("Tell strata what to do differently".into());
-        }
-        Request::None
     }
 }
 

@@ -12,6 +12,8 @@
 mod actions;
 mod complete;
 mod frame;
+mod overlays;
+mod prompt_keys;
 mod status;
 mod tasks;
 
@@ -36,11 +38,11 @@ use crate::bridge::{UiEvent, UiSender};
 use crate::dialog::PermissionDialog;
 use crate::history::{self, HistoryOptions};
 use crate::input::{PromptInput, Submitted};
-use crate::overlay::{Outcome, Overlay};
+use crate::overlay::Overlay;
 use crate::view::FooterData;
 
 /// Two Ctrl-C within this long exit.
-const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
+pub(super) const DOUBLE_PRESS: Duration = Duration::from_millis(1500);
 /// A turn at least this long rings the bell when it ends (the user may have looked
 /// away).
 const LONG_TURN: Duration = Duration::from_secs(10);
@@ -131,6 +133,10 @@ pub struct App {
     tasks_panel: Option<crate::tasks_panel::TasksPanel>,
     /// What the full-screen viewer shows.
     viewed: Option<Viewed>,
+    /// The viewed agent's conversation and status, as the store has them.
+    viewed_sel: tasks::ViewedSel,
+    /// The viewer's lines, kept while the conversation and width stay the same.
+    viewer_cache: Option<tasks::ViewerCache>,
     /// Project MCP servers still to ask about.
     mcp_pending: Vec<String>,
     tasks_sel: tasks::TasksSel,
@@ -173,7 +179,7 @@ fn messages_of(s: &AppState) -> Messages {
     s.messages.clone()
 }
 fn same_messages(a: &Messages, b: &Messages) -> bool {
-    a.ptr_eq(b)
+    strata_state::same_conversation(a, b)
 }
 fn footer_of(s: &AppState) -> (Option<smol_str::SmolStr>, PermissionMode, bool) {
     (
@@ -205,6 +211,7 @@ impl App {
         let footer_sel = store.select(footer_of as fn(&AppState) -> _);
         let todos_sel = store.select(todos_of as fn(&AppState) -> _);
         let tasks_sel = tasks::select_tasks(&store);
+        let viewed_sel = tasks::select_viewed(&store);
         let background = crate::tasks_panel::running_count(tasks_sel.value());
         let mode = store.with(|s| s.tool_permission_context.mode);
         let footer = FooterData {
@@ -229,6 +236,8 @@ impl App {
             ask: None,
             tasks_panel: None,
             viewed: None,
+            viewed_sel,
+            viewer_cache: None,
             mcp_pending: Vec::new(),
             tasks_sel,
             committed: 0,
@@ -513,178 +522,16 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) && self.footer.notice.take().is_some() {
             self.dirty = true;
         }
-        if self.dialog.is_some() {
-            return self.on_dialog_key(key);
-        }
-        if self.ask.is_some() {
-            return self.on_ask_key(key);
-        }
-        if self.tasks_panel.is_some() {
-            return self.on_panel_key(key);
+        if let Some(request) = self.route_to_layer(key) {
+            return request;
         }
         self.dirty = true;
-        if let Some(overlay) = self.overlay.as_mut() {
-            return match overlay.on_key(key) {
-                Outcome::Open => Request::None,
-                Outcome::Closed => {
-                    if let Some(o) = self.overlay.take()
-                        && matches!(o.purpose, crate::overlay::Purpose::McpApproval(_))
-                    {
-                        self.mcp_approval_closed();
-                    }
-                    Request::None
-                }
-                Outcome::Picked(value) => match self.overlay.take() {
-                    Some(o) => self.on_pick(o.purpose, value),
-                    None => Request::None,
-                },
-            };
-        }
         if let Some(request) = self.on_completion_key(key) {
             return request;
         }
         let request = self.on_prompt_key(key, ctrl);
         self.refresh_completion();
         request
-    }
-
-    fn on_prompt_key(&mut self, key: KeyEvent, ctrl: bool) -> Request {
-        match key.code {
-            KeyCode::Char('c') if ctrl => {
-                let now = Instant::now();
-                if self.input.clear() {
-                    self.ctrl_c_at = Some(now);
-                    return Request::None;
-                }
-                if self.ctrl_c_at.is_some_and(|t| now - t < DOUBLE_PRESS) {
-                    return self.request_exit();
-                }
-                self.ctrl_c_at = Some(now);
-                if let Some(t) = &self.turn {
-                    t.cancel.cancel();
-                }
-                self.footer.notice = Some("Press Ctrl-C again to exit".into());
-                Request::None
-            }
-            KeyCode::Char('d') if ctrl => {
-                if self.input.is_empty() {
-                    self.request_exit()
-                } else {
-                    self.input.delete();
-                    Request::None
-                }
-            }
-            KeyCode::Char('l') if ctrl => Request::ClearScreen,
-            KeyCode::Char('o') if ctrl => Request::Transcript,
-            KeyCode::Char('z') if ctrl => Request::Suspend,
-            KeyCode::Char('t') if ctrl => {
-                self.show_todos = !self.show_todos;
-                Request::None
-            }
-            KeyCode::Char('r') if ctrl => {
-                self.open_history_search();
-                Request::None
-            }
-            KeyCode::Char('g') if ctrl => self.edit_prompt(),
-            KeyCode::Char('j') if ctrl => {
-                self.input.newline();
-                Request::None
-            }
-            KeyCode::Char('a') if ctrl => {
-                self.input.home();
-                Request::None
-            }
-            KeyCode::Char('e') if ctrl => {
-                self.input.end();
-                Request::None
-            }
-            KeyCode::BackTab => {
-                self.cycle_mode();
-                Request::None
-            }
-            KeyCode::Tab if key.modifiers.contains(KeyModifiers::SHIFT) => {
-                self.cycle_mode();
-                Request::None
-            }
-            KeyCode::Esc => {
-                let now = Instant::now();
-                if let Some(t) = &self.turn {
-                    t.cancel.cancel();
-                    self.engine.interrupt();
-                    self.footer.notice = Some("Interrupted".into());
-                } else if self.esc_at.is_some_and(|t| now - t < DOUBLE_PRESS)
-                    && self.input.is_empty()
-                {
-                    self.esc_at = None;
-                    self.open_rewind();
-                    return Request::None;
-                }
-                self.esc_at = Some(now);
-                Request::None
-            }
-            KeyCode::Enter
-                if key
-                    .modifiers
-                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
-            {
-                self.input.newline();
-                Request::None
-            }
-            KeyCode::Enter => {
-                if self.input.backslash_newline() {
-                    return Request::None;
-                }
-                match self.input.submit() {
-                    Some(s) => self.submit(s),
-                    None => Request::None,
-                }
-            }
-            KeyCode::Char(c) if !ctrl => {
-                self.input.insert_char(c);
-                Request::None
-            }
-            KeyCode::Backspace => {
-                self.input.backspace();
-                Request::None
-            }
-            KeyCode::Delete => {
-                self.input.delete();
-                Request::None
-            }
-            KeyCode::Left => {
-                self.input.left();
-                Request::None
-            }
-            KeyCode::Right => {
-                self.input.right();
-                Request::None
-            }
-            KeyCode::Home => {
-                self.input.home();
-                Request::None
-            }
-            KeyCode::End => {
-                self.input.end();
-                Request::None
-            }
-            KeyCode::Up => {
-                self.input.up();
-                Request::None
-            }
-            KeyCode::Down if self.input.is_empty() && self.footer.background > 0 => {
-                // The footer says "↓ to view" while background tasks run.
-                self.open_tasks();
-                Request::None
-            }
-            KeyCode::Down => {
-                self.input.down();
-                Request::None
-            }
-            _ => {
-                self.dirty = false;
-                Request::None
-            }
-        }
     }
 
     fn request_exit(&mut self) -> Request {
@@ -755,6 +602,27 @@ impl App {
                 }
             });
         }
+        self.run_turn(Message::user_text(submitted.text));
+    }
+
+    /// Whether news of background work that ended should start a turn now: no turn
+    /// runs and no prompt waits for one (either would give the model the news with its
+    /// next request).
+    pub fn idle_for_notifications(&self) -> bool {
+        self.turn.is_none() && self.queued.is_empty()
+    }
+
+    /// Background work ended while no turn ran: the model hears of it in a turn of its
+    /// own (`prompt`, from [`Engine::next_notification_prompt`]), without a keystroke, as
+    /// the reference agent does. The task's one history line is already shown; the
+    /// notification itself is not shown again (`cells`), the answer is.
+    pub fn start_notification_turn(&mut self, prompt: Message) {
+        self.run_turn(prompt);
+    }
+
+    /// Runs a turn with `prompt` on its own task; its end arrives as
+    /// [`UiEvent::TurnDone`].
+    fn run_turn(&mut self, prompt: Message) {
         let cancel = CancellationToken::new();
         self.turn = Some(Turn {
             started: Instant::now(),
@@ -768,9 +636,7 @@ impl App {
         tokio::spawn(async move {
             // The one report of the turn's end, sent once this task let go of the
             // engine (a `/resume` right after can close it).
-            let result = engine
-                .run_prompt(Message::user_text(submitted.text), cancel)
-                .await;
+            let result = engine.run_prompt(prompt, cancel).await;
             drop(engine);
             let _ = tx.send(UiEvent::TurnDone(Box::new(result)));
         });

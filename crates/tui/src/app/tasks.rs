@@ -8,7 +8,10 @@
 //!
 //! The panel reads the task map through its own selection (pointer equality: a commit
 //! that does not touch the tasks costs one comparison), so it is rebuilt — and a frame
-//! drawn — only when the tasks changed.
+//! drawn — only when the tasks changed. The viewer of an agent selects that agent's
+//! conversation and status the same way: while it runs, its conversation grows in its
+//! retained task (the engine follows it there, SL-3), and each change is one redraw —
+//! nothing re-reads its transcript on a timer.
 
 use std::time::Instant;
 
@@ -17,11 +20,11 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use strata_agent::engine::ProjectServerAnswer;
 use strata_state::AppState;
-use strata_state::tasks::{TaskId, TaskKind, TaskMap, updaters};
+use strata_state::tasks::{TaskId, TaskKind, TaskMap, TaskMessages, TaskStatus, updaters};
 use strata_store::{ByFn, Selection};
 
 use super::{App, Request};
-use crate::ask_dialog::{AskDialog, AskOutcome};
+use crate::ask_dialog::AskDialog;
 use crate::overlay::{Entry, Overlay, Purpose};
 use crate::tasks_panel::{self, PanelAction, RowKind, TasksPanel};
 
@@ -42,6 +45,48 @@ pub(super) fn select_tasks(store: &strata_store::Store<AppState>) -> TasksSel {
         tasks_of as fn(&AppState) -> TaskMap,
         same_tasks as fn(&TaskMap, &TaskMap) -> bool,
     )
+}
+
+/// What the viewer shows of the agent viewed (SL-1: a failed lookup is `None`).
+type ViewedAgent = Option<(TaskMessages, TaskStatus)>;
+
+/// The app's selection of the viewed agent's conversation and status.
+pub(super) type ViewedSel = Selection<
+    AppState,
+    ViewedAgent,
+    fn(&AppState) -> ViewedAgent,
+    ByFn<fn(&ViewedAgent, &ViewedAgent) -> bool>,
+>;
+
+fn viewed_of(s: &AppState) -> ViewedAgent {
+    let task = s.tasks.tasks.get(s.tasks.viewing_agent_task_id.as_ref()?)?;
+    match &task.kind {
+        TaskKind::LocalAgent(agent) => Some((agent.messages.clone(), task.status)),
+        _ => None,
+    }
+}
+
+fn same_viewed(a: &ViewedAgent, b: &ViewedAgent) -> bool {
+    match (a, b) {
+        (Some((m, s)), Some((n, t))) => strata_state::same_conversation(m, n) && s == t,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// The selection the app keeps on the viewed agent.
+pub(super) fn select_viewed(store: &strata_store::Store<AppState>) -> ViewedSel {
+    store.select_by(
+        viewed_of as fn(&AppState) -> ViewedAgent,
+        same_viewed as fn(&ViewedAgent, &ViewedAgent) -> bool,
+    )
+}
+
+/// The viewer's lines for one conversation at one width.
+pub(super) struct ViewerCache {
+    messages: TaskMessages,
+    width: u16,
+    lines: Vec<Line<'static>>,
 }
 
 /// What the full-screen viewer shows (an agent's conversation, a shell's output).
@@ -134,9 +179,9 @@ impl App {
 
     /// What the viewer shows now: a title and the lines (the loop draws the last ones
     /// that fit, scrolled by the user).
-    pub fn viewer_lines(&self, width: u16) -> (String, Vec<Line<'static>>) {
+    pub fn viewer_lines(&mut self, width: u16) -> (String, Vec<Line<'static>>) {
         let state = self.engine.store().get();
-        match &self.viewed {
+        match self.viewed.clone().as_ref() {
             Some(Viewed::Agent(id)) => {
                 let Some(task) = state.tasks.tasks.get(&TaskId::from_string(id)) else {
                     return (
@@ -152,15 +197,34 @@ impl App {
                 let TaskKind::LocalAgent(agent) = &task.kind else {
                     return (title, Vec::new());
                 };
-                let msgs: Vec<_> = agent.messages.iter().cloned().collect();
-                let mut lines = crate::history::render(
-                    &msgs,
-                    width,
-                    crate::history::HistoryOptions { verbose: false },
-                );
-                if lines.is_empty() {
-                    lines.push(Line::from("(nothing recorded yet)"));
+                // Rendered again only when the conversation grew or the width changed.
+                let fresh = self
+                    .viewer_cache
+                    .as_ref()
+                    .is_some_and(|c| {
+                        c.width == width && strata_state::same_conversation(&c.messages, &agent.messages)
+                    });
+                if !fresh {
+                    let msgs: Vec<_> = agent.messages.iter().cloned().collect();
+                    let mut lines = crate::history::render(
+                        &msgs,
+                        width,
+                        crate::history::HistoryOptions { verbose: false },
+                    );
+                    if lines.is_empty() {
+                        lines.push(Line::from("(nothing recorded yet)"));
+                    }
+                    self.viewer_cache = Some(ViewerCache {
+                        messages: agent.messages.clone(),
+                        width,
+                        lines,
+                    });
                 }
+                let lines = self
+                    .viewer_cache
+                    .as_ref()
+                    .map(|c| c.lines.clone())
+                    .unwrap_or_default();
                 (title, lines)
             }
             Some(Viewed::Shell(id)) => {
@@ -185,6 +249,20 @@ impl App {
         }
     }
 
+    /// The store committed while the viewer is open: whether what it shows changed (the
+    /// viewed agent's conversation grew, or its status moved). A shell's output is a
+    /// file, read again by the viewer's clock ([`App::viewer_reads_file`]).
+    pub fn viewer_changed(&mut self) -> bool {
+        let store = self.engine.store().clone();
+        self.viewed_sel.changed(&store) && matches!(self.viewed, Some(Viewed::Agent(_)))
+    }
+
+    /// Whether the viewer shows a file that grows by itself (a shell's output), which
+    /// it reads again on a clock.
+    pub fn viewer_reads_file(&self) -> bool {
+        matches!(self.viewed, Some(Viewed::Shell(_)))
+    }
+
     /// The viewer's `r`: an agent's conversation read again from its transcript.
     pub fn viewer_reload(&mut self) {
         if let Some(Viewed::Agent(id)) = &self.viewed
@@ -197,6 +275,7 @@ impl App {
     /// The viewer was left: an agent is released (SL-3: its messages dropped, evicted
     /// after the grace period once finished); the panel is shown again.
     pub fn viewer_closed(&mut self) {
+        self.viewer_cache = None;
         if let Some(Viewed::Agent(_)) = self.viewed.take() {
             self.engine.leave_agent_view();
         }
@@ -272,22 +351,6 @@ impl App {
         }
         self.bell = true;
         self.dirty = true;
-    }
-
-    pub(super) fn on_ask_key(&mut self, key: KeyEvent) -> Request {
-        let Some(dialog) = self.ask.as_mut() else {
-            return Request::None;
-        };
-        self.dirty = true;
-        match dialog.on_key(key) {
-            AskOutcome::Open => {}
-            AskOutcome::Answered => self.ask = None,
-            AskOutcome::Declined => {
-                self.ask = None;
-                self.footer.notice = Some("Tell strata what to do differently".into());
-            }
-        }
-        Request::None
     }
 
     /// Asks about the project's `.mcp.json` servers nobody has answered for yet, one
