@@ -9,48 +9,14 @@
 mod headless_support;
 
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use strata_remote::{RemoteConnection, fetch_lines};
+use strata_testkit::nats::NatsServer;
 use strata_testkit::{MockResponse, MockServer};
 
 use headless_support::{Driver, Env};
-
-struct Nats {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_nats() -> Nats {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = tempfile::tempdir().unwrap();
-    let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nats-server must be installed (apt-get install nats-server; .ci/run does it)");
-    Nats {
-        child,
-        url: format!("nats://127.0.0.1:{port}"),
-        _dir: dir,
-    }
-}
 
 async fn connect(url: &str) -> RemoteConnection {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -71,8 +37,8 @@ fn transcript_lines(env: &Env) -> (std::path::PathBuf, Vec<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_moves_between_two_hosts_through_nats() {
-    let nats = start_nats();
-    let connection = connect(&nats.url).await;
+    let nats = NatsServer::start();
+    let connection = connect(&nats.url()).await;
     let server = MockServer::start().await.unwrap();
 
     // Host A: a session with the remote on.
@@ -87,7 +53,7 @@ async fn a_session_moves_between_two_hosts_through_nats() {
                 "--output-format",
                 "json",
                 "--remote",
-                &nats.url,
+                &nats.url(),
             ],
         )
         .await;
@@ -109,7 +75,10 @@ async fn a_session_moves_between_two_hosts_through_nats() {
     assert_eq!(doc["permission_mode"], "default");
     assert_eq!(doc["status"], "ended");
     let listed = a
-        .run(None, &["sessions", "list", "--remote", &nats.url, "--json"])
+        .run(
+            None,
+            &["sessions", "list", "--remote", &nats.url(), "--json"],
+        )
         .await;
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);
     let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
@@ -145,7 +114,7 @@ async fn a_session_moves_between_two_hosts_through_nats() {
                 "-r",
                 &id,
                 "--remote",
-                &nats.url,
+                &nats.url(),
             ],
         )
         .await;
@@ -178,8 +147,8 @@ async fn a_session_moves_between_two_hosts_through_nats() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
-    let nats = start_nats();
-    let connection = connect(&nats.url).await;
+    let nats = NatsServer::start();
+    let connection = connect(&nats.url()).await;
     let server = MockServer::start().await.unwrap();
     let env = Env::new();
     server.push(MockResponse::text("ok"));
@@ -192,7 +161,7 @@ async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
             "--input-format",
             "stream-json",
             "--remote",
-            &nats.url,
+            &nats.url(),
         ],
     ));
     let init = s

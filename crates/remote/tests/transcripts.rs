@@ -4,47 +4,12 @@
 //! the bucket listing names every session.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use strata_remote::{
     RemoteConnection, TranscriptPublisher, ensure_stream, fetch_lines, list_sessions,
 };
-
-struct Server {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server() -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = tempfile::tempdir().unwrap();
-    let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nats-server must be installed (apt-get install nats-server; .ci/run does it)");
-    Server {
-        child,
-        url: format!("nats://127.0.0.1:{port}"),
-        _dir: dir,
-    }
-}
+use strata_testkit::nats::NatsServer;
 
 async fn connect(url: &str) -> RemoteConnection {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -59,8 +24,8 @@ async fn connect(url: &str) -> RemoteConnection {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_come_back_in_order_per_session_and_a_repeated_id_is_stored_once() {
-    let server = start_server();
-    let connection = connect(&server.url).await;
+    let server = NatsServer::start();
+    let connection = connect(&server.url()).await;
     ensure_stream(&connection, 1).await.unwrap();
     let publisher =
         TranscriptPublisher::spawn(connection.clone(), &tokio::runtime::Handle::current());
@@ -82,8 +47,8 @@ async fn lines_come_back_in_order_per_session_and_a_repeated_id_is_stored_once()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_listing_names_every_session_of_the_bucket() {
-    let server = start_server();
-    let connection = connect(&server.url).await;
+    let server = NatsServer::start();
+    let connection = connect(&server.url()).await;
     for id in ["s1", "s2"] {
         connection
             .bucket()
