@@ -5,12 +5,23 @@
 //! gate: a `bypassPermissions` mode this session may not enter is refused there. The watch
 //! starts with the key's current value, so a worker that attaches to an existing session
 //! restores its mode from the metadata.
+//!
+//! The watch waits for the connection and is made again after any failure, so it
+//! survives the server going away (it then starts again with the current value, which is
+//! how a change made while this process was cut off arrives). Linked with the session's
+//! [`KvMetadataPort`](crate::KvMetadataPort), it follows the port's latest-wins rule:
+//! documents this process wrote are not changes, and a document older than this
+//! process's own newest change is not applied (the port writes that change instead).
 
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use async_nats::jetstream::kv;
 use futures::StreamExt;
 use strata_state::{AppStore, SessionExternalMetadata};
 
-use crate::connection::{RemoteConnection, RemoteError};
-use async_nats::jetstream::kv;
+use crate::connection::RemoteConnection;
+use crate::port::{Shared, WRITTEN_BY, updated_at};
 
 /// A running watch; dropping it stops the watch.
 pub struct OwnKeyWatch {
@@ -23,40 +34,75 @@ impl Drop for OwnKeyWatch {
     }
 }
 
-/// Starts watching key `session` and applying its changes to `store`.
-pub async fn watch_own_key(
+/// Starts watching key `session` and applying every change to `store` (without a port:
+/// every document is applied).
+pub fn watch_own_key(
     connection: &RemoteConnection,
     session: String,
     store: AppStore,
-) -> Result<OwnKeyWatch, RemoteError> {
-    let mut entries = connection
-        .bucket()
-        .watch_with_history(&session)
-        .await
-        .map_err(|error| RemoteError::js("watching session metadata", error))?;
+) -> OwnKeyWatch {
+    spawn(connection.clone(), session, store, None)
+}
+
+pub(crate) fn spawn(
+    connection: RemoteConnection,
+    session: String,
+    store: AppStore,
+    port: Option<Arc<Shared>>,
+) -> OwnKeyWatch {
     let task = tokio::spawn(async move {
-        while let Some(entry) = entries.next().await {
-            let entry = match entry {
-                Ok(entry) => entry,
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let bucket = connection.bucket().await;
+            match bucket.watch_with_history(&session).await {
+                Ok(mut entries) => {
+                    pause = Duration::from_millis(100);
+                    while let Some(entry) = entries.next().await {
+                        match entry {
+                            Ok(entry) => apply(&entry, &session, &store, port.as_deref()),
+                            Err(error) => {
+                                tracing::debug!(%error, session, "remote metadata watch interrupted; watching again");
+                                break;
+                            }
+                        }
+                    }
+                }
                 Err(error) => {
-                    tracing::warn!(%error, session, "remote metadata watch error");
-                    continue;
+                    tracing::debug!(%error, session, "remote metadata watch not started yet");
                 }
-            };
-            if entry.operation != kv::Operation::Put {
-                continue;
             }
-            match serde_json::from_slice::<SessionExternalMetadata>(&entry.value) {
-                Ok(metadata) => {
-                    store.apply_external_metadata(&metadata);
-                }
-                Err(error) => tracing::warn!(
-                    %error,
-                    session,
-                    "remote session metadata is not a JSON object; ignored"
-                ),
-            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
         }
     });
-    Ok(OwnKeyWatch { task })
+    OwnKeyWatch { task }
+}
+
+fn apply(entry: &kv::Entry, session: &str, store: &AppStore, port: Option<&Shared>) {
+    if entry.operation != kv::Operation::Put {
+        return;
+    }
+    let metadata = match serde_json::from_slice::<SessionExternalMetadata>(&entry.value) {
+        Ok(metadata) => metadata,
+        Err(error) => {
+            tracing::warn!(
+                %error,
+                session,
+                "remote session metadata is not a JSON object; ignored"
+            );
+            return;
+        }
+    };
+    if let Some(port) = port {
+        let doc = &metadata.0;
+        if doc.get(WRITTEN_BY).and_then(serde_json::Value::as_str) == Some(port.writer.as_str()) {
+            return; // this process's own write
+        }
+        let at = updated_at(doc).unwrap_or_else(chrono::Utc::now);
+        if at < port.desired.borrow().changed_at {
+            return; // older than this process's newest change, which wins
+        }
+        *port.applied.lock().unwrap_or_else(PoisonError::into_inner) = Some((metadata.clone(), at));
+    }
+    store.apply_external_metadata(&metadata);
 }

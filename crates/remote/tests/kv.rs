@@ -13,14 +13,7 @@ use strata_state::{
 use strata_testkit::nats::NatsServer;
 
 async fn connect(url: &str) -> RemoteConnection {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match RemoteConnection::connect(url, 1).await {
-            Ok(connection) => return connection,
-            Err(error) if Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    RemoteConnection::connect_url(url).await.unwrap()
 }
 
 async fn poll<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
@@ -35,7 +28,7 @@ async fn poll<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
 }
 
 async fn stored(connection: &RemoteConnection, key: &str) -> Option<Map<String, Value>> {
-    let value = connection.bucket().get(key).await.unwrap()?;
+    let value = connection.bucket().await.get(key).await.unwrap()?;
     Some(serde_json::from_slice(&value).unwrap())
 }
 
@@ -85,24 +78,26 @@ async fn unchanged_metadata_is_not_written_again_so_no_echo() {
     };
     let fields = Map::new();
     assert!(
-        write_metadata(connection.bucket(), "s2", &fields, &patch)
+        write_metadata(&connection.bucket().await, "s2", &fields, &patch)
             .await
             .unwrap()
     );
     let revision = connection
         .bucket()
+        .await
         .entry("s2")
         .await
         .unwrap()
         .unwrap()
         .revision;
     assert!(
-        !write_metadata(connection.bucket(), "s2", &fields, &patch)
+        !write_metadata(&connection.bucket().await, "s2", &fields, &patch)
             .await
             .unwrap()
     );
     let after = connection
         .bucket()
+        .await
         .entry("s2")
         .await
         .unwrap()
@@ -126,10 +121,8 @@ async fn fx7_change_made_elsewhere_is_applied_and_forbidden_bypass_is_refused() 
     );
     let hub = EffectsHub::new(rec.ports(&state.runtime));
     let root = SessionScope::new().create_root(state, hub).unwrap();
-    let _watch = watch_own_key(&connection, "s3".into(), root.store().clone())
-        .await
-        .unwrap();
-    let bucket = connection.bucket();
+    let _watch = watch_own_key(&connection, "s3".into(), root.store().clone());
+    let bucket = connection.bucket().await;
 
     bucket
         .put(

@@ -4,29 +4,19 @@
 //! the bucket listing names every session.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use strata_remote::{
-    RemoteConnection, TranscriptPublisher, ensure_stream, fetch_lines, list_sessions,
-};
+use strata_remote::{RemoteConnection, TranscriptPublisher, fetch_lines, list_sessions};
 use strata_testkit::nats::NatsServer;
 
 async fn connect(url: &str) -> RemoteConnection {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match RemoteConnection::connect(url, 1).await {
-            Ok(connection) => return connection,
-            Err(error) if Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    RemoteConnection::connect_url(url).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_come_back_in_order_per_session_and_a_repeated_id_is_stored_once() {
     let server = NatsServer::start();
     let connection = connect(&server.url()).await;
-    ensure_stream(&connection, 1).await.unwrap();
     let publisher =
         TranscriptPublisher::spawn(connection.clone(), &tokio::runtime::Handle::current());
     let a: Vec<String> = (0..200)
@@ -52,6 +42,7 @@ async fn the_listing_names_every_session_of_the_bucket() {
     for id in ["s1", "s2"] {
         connection
             .bucket()
+            .await
             .put(id, br#"{"permission_mode":"default"}"#.to_vec().into())
             .await
             .unwrap();
