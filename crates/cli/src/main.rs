@@ -15,6 +15,7 @@ mod commands;
 mod exit;
 mod headless;
 mod interactive;
+mod remote;
 mod signals;
 
 use clap::Parser;

@@ -19,14 +19,7 @@ use strata_testkit::{MockResponse, MockServer};
 use headless_support::{Driver, Env};
 
 async fn connect(url: &str) -> RemoteConnection {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match RemoteConnection::connect(url, 1).await {
-            Ok(connection) => return connection,
-            Err(error) if Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    RemoteConnection::connect_url(url).await.unwrap()
 }
 
 fn transcript_lines(env: &Env) -> (std::path::PathBuf, Vec<String>) {
@@ -71,7 +64,8 @@ async fn a_session_moves_between_two_hosts_through_nats() {
 
     // Its metadata document is in the bucket and the listing shows it.
     let doc: Value =
-        serde_json::from_slice(&connection.bucket().get(&id).await.unwrap().unwrap()).unwrap();
+        serde_json::from_slice(&connection.bucket().await.get(&id).await.unwrap().unwrap())
+            .unwrap();
     assert_eq!(doc["permission_mode"], "default");
     assert_eq!(doc["status"], "ended");
     let listed = a
@@ -95,6 +89,7 @@ async fn a_session_moves_between_two_hosts_through_nats() {
     plan.insert("permission_mode".into(), json!("plan"));
     connection
         .bucket()
+        .await
         .put(&id, serde_json::to_vec(&plan).unwrap().into())
         .await
         .unwrap();
@@ -170,15 +165,22 @@ async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
     let id = init["session_id"].as_str().unwrap().to_owned();
     let started = Instant::now();
     let mut doc: serde_json::Map<String, Value> =
-        serde_json::from_slice(&connection.bucket().get(&id).await.unwrap().unwrap()).unwrap();
+        serde_json::from_slice(&connection.bucket().await.get(&id).await.unwrap().unwrap())
+            .unwrap();
     doc.insert("permission_mode".into(), json!("acceptEdits"));
     connection
         .bucket()
+        .await
         .put(&id, serde_json::to_vec(&doc).unwrap().into())
         .await
         .unwrap();
+    // (Lines about the connection itself carry `remote_connection`.)
     let status = s
-        .until(|l| l["type"] == "system" && l["subtype"] == "status")
+        .until(|l| {
+            l["type"] == "system"
+                && l["subtype"] == "status"
+                && l.get("remote_connection").is_none()
+        })
         .await;
     assert_eq!(status["permissionMode"], "acceptEdits");
     eprintln!("the change reached the session in {:?}", started.elapsed());

@@ -12,9 +12,12 @@
 //! wrote after that time (its `updated_at`) is newer: the writer then writes only this
 //! process's own fields and leaves the mode to the watch, which applies the newer
 //! document ([`crate::watch`]). The document a session starts with counts as older than
-//! anything stored, so a resumed session takes its mode from the metadata (FX-7). Every
-//! document this process writes names it (`written_by`), so the watch does not take this
-//! process's own writes for changes made elsewhere.
+//! anything stored, so a resumed session takes its mode from the metadata (FX-7). The
+//! port remembers the last document it wrote, so the watch does not take this process's
+//! own writes for changes made elsewhere (each document also names its writer,
+//! `written_by`, for people reading the bucket). A client that changes the document is
+//! expected to set `updated_at`; one that does not is taken to have made its change when
+//! the document was last written.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -66,6 +69,9 @@ pub(crate) struct Shared {
     /// The last document the watch applied, with its time: a patch equal to it is its
     /// echo and keeps its time.
     pub(crate) applied: Mutex<Option<(SessionExternalMetadata, DateTime<Utc>)>>,
+    /// The last document this process wrote (recorded before the write, so the watch
+    /// can never see it first): the watch does not take it for a change made elsewhere.
+    pub(crate) last_written: Mutex<Option<Map<String, Value>>>,
 }
 
 /// The FX-1 port writing the session's metadata document to key `session` of the bucket.
@@ -132,6 +138,7 @@ impl KvMetadataPort {
             desired,
             written: watch::Sender::new(0),
             applied: Mutex::new(None),
+            last_written: Mutex::new(None),
         });
         let task_shared = Arc::clone(&shared);
         let task_connection = connection.clone();
@@ -141,7 +148,7 @@ impl KvMetadataPort {
                 let bucket = task_connection.bucket().await;
                 loop {
                     let desired = wanted.borrow_and_update().clone();
-                    match write_desired(&bucket, &task_session, &desired, &task_shared.writer)
+                    match write_desired(&bucket, &task_session, &desired, Some(&task_shared))
                         .await
                     {
                         Ok(_) => {
@@ -280,17 +287,18 @@ pub async fn write_metadata(
         fields: fields.clone(),
         version: 0,
     };
-    write_desired(bucket, session, &desired, "strata").await
+    write_desired(bucket, session, &desired, None).await
 }
 
-/// Writes `desired` by the latest-wins rule (module docs). Returns whether anything was
-/// written.
+/// Writes `desired` by the latest-wins rule (module docs), as the port sharing `shared`
+/// (none: a one-off write). Returns whether anything was written.
 pub(crate) async fn write_desired(
     bucket: &kv::Store,
     session: &str,
     desired: &Desired,
-    writer: &str,
+    shared: Option<&Shared>,
 ) -> Result<bool, RemoteError> {
+    let writer = shared.map_or("strata", |s| s.writer.as_str());
     for _ in 0..MAX_CONFLICTS {
         let entry = bucket
             .entry(session)
@@ -311,8 +319,15 @@ pub(crate) async fn write_desired(
             None => (Map::new(), None),
         };
         // Someone else's newer document keeps its mode (the watch applies it here).
-        let theirs_is_newer = stored.get(WRITTEN_BY).and_then(Value::as_str) != Some(writer)
-            && updated_at(&stored).is_some_and(|at| at > desired.changed_at);
+        let ours = shared.is_some_and(|s| {
+            s.last_written
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                == Some(&stored)
+        });
+        let theirs_is_newer =
+            !ours && updated_at(&stored).is_some_and(|at| at > desired.changed_at);
         let patch = (!theirs_is_newer).then_some(&desired.patch);
         let mut next = merged_document(&stored, &desired.fields, patch);
         // Echo suppression (issue 17 item 2): nothing new, nothing written.
@@ -324,6 +339,12 @@ pub(crate) async fn write_desired(
             Value::from(Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
         );
         next.insert(WRITTEN_BY.into(), Value::from(writer));
+        if let Some(shared) = shared {
+            *shared
+                .last_written
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(next.clone());
+        }
         let bytes = serde_json::to_vec(&next)
             .map_err(|error| RemoteError::js("encoding session metadata", error))?;
         // `Ok(false)`: another writer got in between (read again and merge onto its

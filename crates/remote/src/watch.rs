@@ -10,7 +10,7 @@
 //! survives the server going away (it then starts again with the current value, which is
 //! how a change made while this process was cut off arrives). Linked with the session's
 //! [`KvMetadataPort`](crate::KvMetadataPort), it follows the port's latest-wins rule:
-//! documents this process wrote are not changes, and a document older than this
+//! the document this process last wrote is not a change, and a document older than this
 //! process's own newest change is not applied (the port writes that change instead).
 
 use std::sync::{Arc, PoisonError};
@@ -21,7 +21,7 @@ use futures::StreamExt;
 use strata_state::{AppStore, SessionExternalMetadata};
 
 use crate::connection::RemoteConnection;
-use crate::port::{Shared, WRITTEN_BY, updated_at};
+use crate::port::{Shared, updated_at};
 
 /// A running watch; dropping it stops the watch.
 pub struct OwnKeyWatch {
@@ -95,7 +95,13 @@ fn apply(entry: &kv::Entry, session: &str, store: &AppStore, port: Option<&Share
     };
     if let Some(port) = port {
         let doc = &metadata.0;
-        if doc.get(WRITTEN_BY).and_then(serde_json::Value::as_str) == Some(port.writer.as_str()) {
+        let own = port
+            .last_written
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            == Some(doc);
+        if own {
             return; // this process's own write
         }
         let at = updated_at(doc).unwrap_or_else(chrono::Utc::now);
