@@ -313,6 +313,7 @@ async fn follow_status(
 ) {
     let server: Arc<str> = connection.describe().into();
     let mut state = connection.state();
+    let mut told = None;
     loop {
         let now = state.borrow_and_update().clone();
         let _ = store.store().update(|s| {
@@ -323,7 +324,11 @@ async fn follow_status(
                 s.remote.connection_status = now.status;
             }
         });
-        report(&now);
+        // The state also changes when only its error does: told once per status.
+        if told != Some(now.status) {
+            told = Some(now.status);
+            report(&now);
+        }
         if state.changed().await.is_err() {
             return;
         }

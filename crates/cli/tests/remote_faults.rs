@@ -164,6 +164,7 @@ async fn i17_1_the_remote_settings_block_is_used_without_the_flag() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i17_1_a_bad_remote_block_is_an_error_naming_file_line_and_column() {
+    let server = MockServer::start().await.unwrap();
     let env = Env::new();
     std::fs::create_dir_all(&env.cfg).unwrap();
     let file = env.cfg.join("settings.json");
@@ -172,7 +173,7 @@ async fn i17_1_a_bad_remote_block_is_an_error_naming_file_line_and_column() {
         "{\n  \"remote\": {\n    \"url\": \"nats://127.0.0.1:4222\",\n    \"tls\": {\"required\": \"yes\"}\n  }\n}\n",
     )
     .unwrap();
-    let run = env.run(None, &["-p", "hi"]).await;
+    let run = env.run(Some(&server), &["-p", "hi"]).await;
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert!(
         run.stderr
@@ -190,7 +191,7 @@ async fn i17_1_a_bad_remote_block_is_an_error_naming_file_line_and_column() {
         r#"{"remote": {"url": "nats://127.0.0.1:4222", "credentialsFile": "/nonexistent/strata.creds"}}"#,
     )
     .unwrap();
-    let run = env.run(None, &["-p", "hi"]).await;
+    let run = env.run(Some(&server), &["-p", "hi"]).await;
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert!(
         run.stderr.contains("/nonexistent/strata.creds"),

@@ -163,11 +163,24 @@ async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
         .until(|l| l["type"] == "system" && l["subtype"] == "init")
         .await;
     let id = init["session_id"].as_str().unwrap().to_owned();
+    // The session writes its document once connected (in the background).
+    let bucket = connection.bucket().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stored = loop {
+        if let Some(bytes) = bucket.get(&id).await.unwrap() {
+            break bytes;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session's document never came"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     let started = Instant::now();
-    let mut doc: serde_json::Map<String, Value> =
-        serde_json::from_slice(&connection.bucket().await.get(&id).await.unwrap().unwrap())
-            .unwrap();
+    let mut doc: serde_json::Map<String, Value> = serde_json::from_slice(&stored).unwrap();
     doc.insert("permission_mode".into(), json!("acceptEdits"));
+    // A client changing the document says when (latest wins).
+    doc.insert("updated_at".into(), json!(chrono::Utc::now().to_rfc3339()));
     connection
         .bucket()
         .await

@@ -193,6 +193,9 @@ impl Outbox {
             remove_if_present(&path)?;
             return Ok(0);
         }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
         let tmp = path.with_extension("jsonl.tmp");
         let mut file = File::create(&tmp)?;
         for entry in &lines {
