@@ -8,6 +8,7 @@
 //! cargo run --release -p strata-bench -- sessions    # resume, list, append
 //! cargo build --release -p strata && cargo run --release -p strata-bench -- headless  # strata -p start-up and resume
 //! cargo build --release -p strata && cargo run --release -p strata-bench -- tui       # the interactive UI (issue 12)
+//! cargo run --release -p strata-bench -- remote      # a turn while 100,000 entries go to NATS (issue 17)
 //! ```
 //!
 //! Each workload lives in its own module; `measure` holds the shared timing helpers.
@@ -18,6 +19,7 @@ mod agents;
 mod bootstrap;
 mod headless;
 mod measure;
+mod remote;
 mod sessions;
 mod sessions_append;
 mod store;
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         "sessions" => sessions::run(rest),
         "headless" => headless::run(rest),
         "tui" => tui::run(rest),
+        "remote" => remote::run(rest),
         _ => return usage(),
     };
     match result {
@@ -55,6 +58,6 @@ fn main() -> ExitCode {
 
 #[allow(clippy::print_stderr)]
 fn usage() -> ExitCode {
-    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions|headless|tui> [options]");
+    eprintln!("usage: strata-bench <store|bootstrap|tasks|sessions|headless|tui|remote> [options]");
     ExitCode::from(2)
 }

@@ -53,6 +53,13 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
     if let Some(flag) = &args.settings {
         crate::headless::check_settings_flag(flag, &config_dir, &cwd)?;
     }
+    // `--remote` or the settings' `remote` block (a bad block stops here, before the UI).
+    let remote = crate::remote::options(
+        &config_dir,
+        &cwd,
+        args.settings.as_deref(),
+        args.remote.as_deref(),
+    )?;
     let key_helper = provider::key_helper(
         args.provider,
         args.replay.as_deref(),
@@ -127,6 +134,17 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
     };
     let fork_session = args.fork_session;
     let outcome = runtime.block_on(async move {
+        // The connection is made in the background: the UI starts at once and the footer
+        // says where it stands.
+        let link = match &remote {
+            Some(options) => Some(crate::remote::Link::start(options).await?),
+            None => None,
+        };
+        if let (Some(link), Some(ResumeTarget::Session(id))) = (&link, &resume)
+            && uuid::Uuid::parse_str(id).is_ok()
+        {
+            link.rebuild(&config_dir, &cwd, id).await?;
+        }
         let mut target = resume;
         let mut first = true;
         let mut notice: Option<String> = None;
@@ -139,6 +157,10 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
             let mut options = base.clone();
             options.resume = target.take();
             options.fork_session = first && fork_session;
+            let mut remote_session = link.as_ref().map(crate::remote::Link::session);
+            options.sdk.transcript_mirror = remote_session
+                .as_ref()
+                .map(crate::remote::SessionLink::mirror);
             let switching = options.resume.is_some() && !first;
             let engine = match Engine::open(options).await {
                 Ok(engine) => Arc::new(engine),
@@ -147,6 +169,10 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
                     notice = Some(format!("⚠ the session could not be resumed: {e}"));
                     let mut options = base.clone();
                     options.resume = None;
+                    remote_session = link.as_ref().map(crate::remote::Link::session);
+                    options.sdk.transcript_mirror = remote_session
+                        .as_ref()
+                        .map(crate::remote::SessionLink::mirror);
                     Arc::new(Engine::open(options).await.map_err(Failure::from)?)
                 }
                 Err(e) => return Err(Failure::from(e)),
@@ -155,6 +181,11 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
                 h.redact_with(engine.secrets().clone());
                 h.attach(engine.store())
             });
+            if let Some(remote) = &mut remote_session {
+                remote.attach(&engine, &config_dir).await;
+                // The footer shows the status from the app state; nothing else to tell.
+                remote.follow(&engine, Arc::new(|_: &strata_remote::ConnectionState| {}));
+            }
             let history: Vec<String> = history_file
                 .recent(&project, 200)
                 .map(|v| v.into_iter().map(|e| e.display).collect())
@@ -243,6 +274,9 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
                 return Err(Failure::failed(format!("the terminal failed: {e}")));
             }
             close(engine).await?;
+            if let Some(remote) = remote_session {
+                remote.finish().await;
+            }
             first = false;
             match switch {
                 Some(Switch::Resume(id)) => target = Some(ResumeTarget::Session(id)),

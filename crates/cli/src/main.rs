@@ -16,6 +16,7 @@ mod commands;
 mod exit;
 mod headless;
 mod interactive;
+mod remote;
 mod signals;
 
 use clap::Parser;

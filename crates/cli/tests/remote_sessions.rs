@@ -9,58 +9,17 @@
 mod headless_support;
 
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use strata_remote::{RemoteConnection, fetch_lines};
+use strata_testkit::nats::NatsServer;
 use strata_testkit::{MockResponse, MockServer};
 
 use headless_support::{Driver, Env};
 
-struct Nats {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_nats() -> Nats {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = tempfile::tempdir().unwrap();
-    let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nats-server must be installed (apt-get install nats-server; .ci/run does it)");
-    Nats {
-        child,
-        url: format!("nats://127.0.0.1:{port}"),
-        _dir: dir,
-    }
-}
-
 async fn connect(url: &str) -> RemoteConnection {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match RemoteConnection::connect(url, 1).await {
-            Ok(connection) => return connection,
-            Err(error) if Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    RemoteConnection::connect_url(url).await.unwrap()
 }
 
 fn transcript_lines(env: &Env) -> (std::path::PathBuf, Vec<String>) {
@@ -71,8 +30,8 @@ fn transcript_lines(env: &Env) -> (std::path::PathBuf, Vec<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_moves_between_two_hosts_through_nats() {
-    let nats = start_nats();
-    let connection = connect(&nats.url).await;
+    let nats = NatsServer::start();
+    let connection = connect(&nats.url()).await;
     let server = MockServer::start().await.unwrap();
 
     // Host A: a session with the remote on.
@@ -87,7 +46,7 @@ async fn a_session_moves_between_two_hosts_through_nats() {
                 "--output-format",
                 "json",
                 "--remote",
-                &nats.url,
+                &nats.url(),
             ],
         )
         .await;
@@ -105,11 +64,15 @@ async fn a_session_moves_between_two_hosts_through_nats() {
 
     // Its metadata document is in the bucket and the listing shows it.
     let doc: Value =
-        serde_json::from_slice(&connection.bucket().get(&id).await.unwrap().unwrap()).unwrap();
+        serde_json::from_slice(&connection.bucket().await.get(&id).await.unwrap().unwrap())
+            .unwrap();
     assert_eq!(doc["permission_mode"], "default");
     assert_eq!(doc["status"], "ended");
     let listed = a
-        .run(None, &["sessions", "list", "--remote", &nats.url, "--json"])
+        .run(
+            None,
+            &["sessions", "list", "--remote", &nats.url(), "--json"],
+        )
         .await;
     assert_eq!(listed.code, Some(0), "{}", listed.stderr);
     let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
@@ -126,6 +89,7 @@ async fn a_session_moves_between_two_hosts_through_nats() {
     plan.insert("permission_mode".into(), json!("plan"));
     connection
         .bucket()
+        .await
         .put(&id, serde_json::to_vec(&plan).unwrap().into())
         .await
         .unwrap();
@@ -145,7 +109,7 @@ async fn a_session_moves_between_two_hosts_through_nats() {
                 "-r",
                 &id,
                 "--remote",
-                &nats.url,
+                &nats.url(),
             ],
         )
         .await;
@@ -178,8 +142,8 @@ async fn a_session_moves_between_two_hosts_through_nats() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
-    let nats = start_nats();
-    let connection = connect(&nats.url).await;
+    let nats = NatsServer::start();
+    let connection = connect(&nats.url()).await;
     let server = MockServer::start().await.unwrap();
     let env = Env::new();
     server.push(MockResponse::text("ok"));
@@ -192,24 +156,44 @@ async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
             "--input-format",
             "stream-json",
             "--remote",
-            &nats.url,
+            &nats.url(),
         ],
     ));
     let init = s
         .until(|l| l["type"] == "system" && l["subtype"] == "init")
         .await;
     let id = init["session_id"].as_str().unwrap().to_owned();
+    // The session writes its document once connected (in the background).
+    let bucket = connection.bucket().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stored = loop {
+        if let Some(bytes) = bucket.get(&id).await.unwrap() {
+            break bytes;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session's document never came"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
     let started = Instant::now();
-    let mut doc: serde_json::Map<String, Value> =
-        serde_json::from_slice(&connection.bucket().get(&id).await.unwrap().unwrap()).unwrap();
+    let mut doc: serde_json::Map<String, Value> = serde_json::from_slice(&stored).unwrap();
     doc.insert("permission_mode".into(), json!("acceptEdits"));
+    // A client changing the document says when (latest wins).
+    doc.insert("updated_at".into(), json!(chrono::Utc::now().to_rfc3339()));
     connection
         .bucket()
+        .await
         .put(&id, serde_json::to_vec(&doc).unwrap().into())
         .await
         .unwrap();
+    // (Lines about the connection itself carry `remote_connection`.)
     let status = s
-        .until(|l| l["type"] == "system" && l["subtype"] == "status")
+        .until(|l| {
+            l["type"] == "system"
+                && l["subtype"] == "status"
+                && l.get("remote_connection").is_none()
+        })
         .await;
     assert_eq!(status["permissionMode"], "acceptEdits");
     eprintln!("the change reached the session in {:?}", started.elapsed());

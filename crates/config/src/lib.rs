@@ -15,7 +15,10 @@
 //!   nothing written when nothing changed ([`SettingsFiles::update`],
 //!   [`GlobalConfigFile::update`], protocol in `atomic`);
 //! - watching the settings files and reporting which source changed
-//!   ([`SettingsWatcher`], UI-7).
+//!   ([`SettingsWatcher`], UI-7);
+//! - the `remote` block as a session may use it ([`remote_config`]: only from the user's,
+//!   the `--settings` and the managed settings, never a project's; a bad block is an
+//!   error, not a key to leave out).
 //!
 //! The typed shapes (settings schema, global config, permission modes) live in
 //! `strata-protocol`; this crate adds the I/O. The app-state effects hub (FX-2..FX-5)
@@ -29,6 +32,7 @@ pub mod keypath;
 mod merge;
 pub mod paths;
 mod reading;
+mod remote;
 pub mod rule_text;
 mod settings_files;
 pub mod sources;
@@ -38,8 +42,9 @@ pub use atomic::{MAX_CONFIG_FILE_BYTES, read_bounded};
 pub use document::JsonObject;
 pub use error::{ConfigError, ParseError};
 pub use global_config::GlobalConfigFile;
+pub use remote::{RemoteConfig, RemoteConfigError, RemoteTlsConfig, remote_config};
 pub use settings_files::{
-    MergedEntry, MergedSettings, SettingsFiles, SourceFile, UnknownPermissions, Updated,
+    BadKey, MergedEntry, MergedSettings, SettingsFiles, SourceFile, UnknownPermissions, Updated,
 };
 pub use sources::{FlagSettings, INLINE_FLAG_LABEL, SettingsLocations, SettingsSource};
 pub use watch::{SettingsChange, SettingsWatcher};

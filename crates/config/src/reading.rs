@@ -84,6 +84,9 @@ pub(crate) struct Reading {
     pub(crate) unknown: Option<String>,
     /// The memory update.
     pub(crate) remember: Remember,
+    /// The top-level keys whose values were wrong, each with its error (a copy of the
+    /// problem's): for readers that must not go on without one (`remote`).
+    pub(crate) bad_keys: Vec<(String, ParseError)>,
 }
 
 impl Reading {
@@ -94,6 +97,7 @@ impl Reading {
             problems: Vec::new(),
             unknown: None,
             remember: Remember::Forget,
+            bad_keys: Vec::new(),
         }
     }
 
@@ -105,12 +109,14 @@ impl Reading {
                 problems: vec![(error, Fallback::FileKept)],
                 unknown: None,
                 remember: Remember::Keep,
+                bad_keys: Vec::new(),
             },
             None => Self {
                 contribution: None,
                 unknown: Some(error.to_string()),
                 problems: vec![(error, Fallback::RulesUnknown)],
                 remember: Remember::Keep,
+                bad_keys: Vec::new(),
             },
         }
     }
@@ -123,11 +129,13 @@ pub(crate) fn evaluate(bytes: &[u8], label: &str, last_good: Option<&JsonObject>
         Err(e) => return Reading::unusable(e.into(), last_good),
     };
     let mut problems = Vec::new();
+    let mut bad_keys = Vec::new();
     let mut broken_permissions: Option<ParseError> = None;
     // Each round takes out one key whose value is wrong; the first is found in the bytes
     // (exact position), later ones in memory (positioned at their key).
     let mut next = document::schema_error::<Settings>(bytes, label);
     while let Some((key, error)) = next {
+        bad_keys.push((key.clone(), error.clone()));
         if object.shift_remove(&key).is_none() {
             // Not expected (the error is under a key of the object); never loop on it.
             problems.push((error.into(), Fallback::KeyIgnored));
@@ -167,6 +175,7 @@ pub(crate) fn evaluate(bytes: &[u8], label: &str, last_good: Option<&JsonObject>
             contribution: Some(object),
             problems,
             unknown: None,
+            bad_keys,
         };
     };
     match last_good {
@@ -180,6 +189,7 @@ pub(crate) fn evaluate(bytes: &[u8], label: &str, last_good: Option<&JsonObject>
                 contribution: Some(object),
                 problems,
                 unknown: None,
+                bad_keys,
             }
         }
         None => {
@@ -192,6 +202,7 @@ pub(crate) fn evaluate(bytes: &[u8], label: &str, last_good: Option<&JsonObject>
                 // The other keys are good, but remembering them now would remember "no
                 // permissions" as good: the next broken version would then widen.
                 remember: Remember::Keep,
+                bad_keys,
             }
         }
     }

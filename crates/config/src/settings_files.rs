@@ -83,10 +83,25 @@ pub struct MergedSettings {
     /// `permissions` do not, and no good version of them was read before): while there is
     /// one, nothing may be allowed without asking.
     pub unknown_permissions: Vec<UnknownPermissions>,
+    /// Top-level keys whose value in a file was wrong: the key, the file's source and
+    /// the error (file, line, column). A wrong key is left out of the merge; readers for
+    /// which leaving it out is not safe (the `remote` block) refuse to go on.
+    pub bad_keys: Vec<BadKey>,
     /// One line per error, saying what strata does about it; `fresh` when the previous
     /// load by this `SettingsFiles` did not say the same about that file.
     warnings: Vec<(String, bool)>,
     merged: Merged,
+}
+
+/// A top-level key of a settings file whose value is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadKey {
+    /// The key (`remote`, `model`, …).
+    pub key: String,
+    /// The file's source.
+    pub source: SettingsSource,
+    /// What is wrong, where.
+    pub error: crate::error::ParseError,
 }
 
 /// A settings file whose permission rules cannot be known.
@@ -199,6 +214,7 @@ impl SettingsFiles {
         let mut errors = Vec::new();
         let mut warnings = Vec::new();
         let mut unknown_permissions = Vec::new();
+        let mut bad_keys = Vec::new();
         let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         let mut listing_errors = Vec::new();
         for (source, input) in self.inputs(&mut listing_errors) {
@@ -246,6 +262,11 @@ impl SettingsFiles {
                     problem,
                 });
             }
+            bad_keys.extend(reading.bad_keys.into_iter().map(|(key, error)| BadKey {
+                key,
+                source,
+                error,
+            }));
             errors.extend(reading.problems.into_iter().map(|(e, _)| e));
             if let Some(object) = reading.contribution {
                 merged.apply(files.len(), &object);
@@ -286,6 +307,7 @@ impl SettingsFiles {
             files,
             errors,
             unknown_permissions,
+            bad_keys,
             warnings,
             merged,
         }

@@ -208,6 +208,11 @@ pub struct StatusMessage {
     pub permission_mode: String,
     /// What the session is busy with (`compacting`), if anything.
     pub status: Option<String>,
+    /// strata's own (issue 17): where the connection to the remote (`--remote`) stands —
+    /// `connecting`, `connected`, `reconnecting` or `disconnected` — on the line sent
+    /// when it changes; absent otherwise. Clients that do not know it ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_connection: Option<String>,
     /// The session id.
     pub session_id: String,
     /// This line's id.

@@ -7,9 +7,11 @@
 //! wrong shape fails at that key (see `ordered`), which is how files are validated.
 //!
 //! Known keys: `model`, `permissions` ([`PermissionsSettings`]), `env`, `apiKeyHelper`,
-//! `cleanupPeriodDays`, `alwaysThinkingEnabled`, `fastMode`, `credentialEnvVars`.
+//! `cleanupPeriodDays`, `alwaysThinkingEnabled`, `fastMode`, `credentialEnvVars`, `remote`
+//! ([`RemoteSettings`]).
 
 pub(crate) mod ordered;
+mod remote;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -17,6 +19,7 @@ use serde_json::{Map, Value};
 
 pub use self::ordered::KeyOrder;
 use self::ordered::known_keys;
+pub use self::remote::{RemoteSettings, RemoteTlsSettings};
 use crate::permission::ExternalPermissionMode;
 
 /// One settings file (or the merge of several).
@@ -55,6 +58,9 @@ pub struct Settings {
     /// credentials, in addition to the built-in list (the model-provider keys). Tool
     /// processes do not get them, and their values are redacted from tool output.
     pub credential_env_vars: Option<Vec<String>>,
+    /// `remote` (strata's own key, issue 17): the NATS server sessions are replicated on,
+    /// with credentials and TLS. `--remote` overrides its URL.
+    pub remote: Option<RemoteSettings>,
     /// Every key this version does not know, in file order, exactly as read.
     pub extra: Map<String, Value>,
     /// The order keys were read in; ignored by equality.
@@ -70,6 +76,7 @@ known_keys!(Settings, "a settings object", {
     "alwaysThinkingEnabled" => always_thinking_enabled,
     "fastMode" => fast_mode,
     "credentialEnvVars" => credential_env_vars,
+    "remote" => remote,
 });
 
 /// The `permissions` object of a settings file.
@@ -156,6 +163,8 @@ pub fn expects_string(path: &[&str]) -> bool {
                 "permissions",
                 "defaultMode" | "disableBypassPermissionsMode"
             ]
+            | ["remote", "url" | "credentialsFile"]
+            | ["remote", "tls", "caFile" | "certFile" | "keyFile"]
     )
 }
 

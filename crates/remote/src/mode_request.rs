@@ -100,7 +100,14 @@ pub async fn request_mode(
     session: &str,
     mode: ExternalPermissionMode,
 ) -> Result<ModeRequest, ModeRequestError> {
-    let bucket = connection.bucket();
+    // A page must not hang on a server that is away: not bound now is an error now.
+    let bucket = connection
+        .bound()
+        .map(|bound| bound.bucket)
+        .ok_or_else(|| RemoteError::Connect {
+            url: connection.describe().to_owned(),
+            message: "not connected to the NATS server".to_owned(),
+        })?;
     let exists = bucket
         .entry(session)
         .await
@@ -127,7 +134,7 @@ pub async fn request_mode(
         permission_mode: mode,
         is_ultraplan_mode: None,
     };
-    write_metadata(bucket, session, &fields, &patch).await?;
+    write_metadata(&bucket, session, &fields, &patch).await?;
     Ok(request)
 }
 

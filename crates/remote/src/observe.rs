@@ -14,8 +14,9 @@ use async_nats::jetstream::{consumer, kv};
 use futures::{Stream, StreamExt};
 use serde_json::{Map, Value};
 
+use crate::connection::Bound;
 use crate::connection::{RemoteConnection, RemoteError};
-use crate::transcripts::{ensure_stream, subject};
+use crate::transcripts::subject;
 
 /// What a metadata key holds after a change.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,12 +40,21 @@ pub struct MetadataChange {
     pub state: MetadataState,
 }
 
+/// The bucket and stream now, or an error saying the server is not there: an observer
+/// retries with its own back-off instead of hanging on a server that is away.
+fn bound_now(connection: &RemoteConnection) -> Result<Bound, RemoteError> {
+    connection.bound().ok_or_else(|| RemoteError::Connect {
+        url: connection.describe().to_owned(),
+        message: "not connected to the NATS server".to_owned(),
+    })
+}
+
 /// Every session's latest metadata document, then every change, as they happen.
 pub async fn watch_all_metadata(
     connection: &RemoteConnection,
 ) -> Result<impl Stream<Item = Result<MetadataChange, RemoteError>> + Send + 'static, RemoteError> {
-    let entries = connection
-        .bucket()
+    let entries = bound_now(connection)?
+        .bucket
         .watch_with_history(">")
         .await
         .map_err(|error| RemoteError::js("watching the sessions' metadata", error))?;
@@ -95,7 +105,7 @@ pub async fn follow_transcripts(
     connection: &RemoteConnection,
     follow: Follow,
 ) -> Result<impl Stream<Item = Result<StoredLine, RemoteError>> + Send + 'static, RemoteError> {
-    let stream = ensure_stream(connection, 1).await?;
+    let stream = bound_now(connection)?.stream;
     let deliver_policy = match follow.after {
         0 => consumer::DeliverPolicy::All,
         after => consumer::DeliverPolicy::ByStartSequence {

@@ -4,22 +4,40 @@
 //! delivery, so the call must not wait on the network (a slow or absent server must never
 //! slow a turn). The port therefore only stores the patch in a latest-wins slot (a
 //! `tokio::sync::watch` channel; metadata is a state, so an older patch superseded before it
-//! was written need never be written) and a background task does the read-merge-write.
-//! While the server is unreachable the task retries the newest patch with a back-off.
+//! was written need never be written) and a background task does the read-merge-write
+//! once the connection is up — also after a reconnect: what changed while the server was
+//! away is written when it returns.
+//!
+//! **Latest wins.** Each patch carries the time of the change. A document someone else
+//! wrote after that time (its `updated_at`) is newer: the writer then writes only this
+//! process's own fields and leaves the mode to the watch, which applies the newer
+//! document ([`crate::watch`]). The document a session starts with counts as older than
+//! anything stored, so a resumed session takes its mode from the metadata (FX-7). The
+//! port remembers the last document it wrote, so the watch does not take this process's
+//! own writes for changes made elsewhere (each document also names its writer,
+//! `written_by`, for people reading the bucket). A client that changes the document is
+//! expected to set `updated_at`; one that does not is taken to have made its change when
+//! the document was last written.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_nats::jetstream::kv;
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use strata_state::effects::RemoteMetadataPort;
-use strata_state::{EffectError, SessionExternalMetadata, SessionMetadataPatch};
+use strata_state::{AppStore, EffectError, SessionExternalMetadata, SessionMetadataPatch};
 use tokio::sync::watch;
 
 use crate::connection::{RemoteConnection, RemoteError};
+use crate::watch::OwnKeyWatch;
 
 /// The key holding the time of the last write; ignored when deciding whether a write
 /// would change anything (otherwise every echo would be a change).
-const UPDATED_AT: &str = "updated_at";
+pub const UPDATED_AT: &str = "updated_at";
+
+/// The key naming the process that wrote the document.
+pub const WRITTEN_BY: &str = "written_by";
 
 /// How long the writer waits before retrying a failed write (unless a newer patch comes).
 const RETRY_AFTER: Duration = Duration::from_millis(250);
@@ -27,35 +45,121 @@ const RETRY_AFTER: Duration = Duration::from_millis(250);
 /// How many compare-and-set conflicts in a row a write tolerates before it reports one.
 const MAX_CONFLICTS: usize = 16;
 
+/// What the document should say, as far as this process is concerned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Desired {
+    /// The permission-mode patch and when the change was made.
+    pub patch: SessionMetadataPatch,
+    /// When the patch's change happened.
+    pub changed_at: DateTime<Utc>,
+    /// The other keys this process owns (`model`, `title`, `status`, `cwd`).
+    pub fields: Map<String, Value>,
+    /// Counts the changes, so a flush knows when the newest one is written.
+    pub version: u64,
+}
+
+/// What the port and the watch of one session share.
+pub(crate) struct Shared {
+    /// This process's name in `written_by`.
+    pub(crate) writer: String,
+    /// The newest desired document.
+    pub(crate) desired: watch::Sender<Desired>,
+    /// The newest [`Desired::version`] written (or found already stored).
+    pub(crate) written: watch::Sender<u64>,
+    /// The last document the watch applied, with its time: a patch equal to it is its
+    /// echo and keeps its time.
+    pub(crate) applied: Mutex<Option<(SessionExternalMetadata, DateTime<Utc>)>>,
+    /// The last document this process wrote (recorded before the write, so the watch
+    /// can never see it first): the watch does not take it for a change made elsewhere.
+    pub(crate) last_written: Mutex<Option<Map<String, Value>>>,
+}
+
 /// The FX-1 port writing the session's metadata document to key `session` of the bucket.
 pub struct KvMetadataPort {
-    latest: watch::Sender<Option<SessionMetadataPatch>>,
+    shared: Arc<Shared>,
+    connection: RemoteConnection,
+    session: String,
     writer: tokio::task::JoinHandle<()>,
 }
 
 impl KvMetadataPort {
     /// Starts the port's writer on `runtime`. `fields` are the other keys of the document
     /// this process owns (`model`, `title`, `status`, `cwd`), written with every patch.
+    /// Nothing is written until the first patch.
     pub fn spawn(
         connection: RemoteConnection,
         session: String,
         fields: Map<String, Value>,
         runtime: &tokio::runtime::Handle,
     ) -> Self {
-        let (latest, mut pending) = watch::channel(None::<SessionMetadataPatch>);
+        Self::spawn_inner(connection, session, fields, None, runtime)
+    }
+
+    /// Starts the port of a session that starts in `initial`: written (with `fields`)
+    /// as soon as the connection is up, unless the bucket already has a document for the
+    /// session, whose mode then wins (FX-7: a session resumed elsewhere keeps its mode).
+    pub fn spawn_for_session(
+        connection: RemoteConnection,
+        session: String,
+        fields: Map<String, Value>,
+        initial: SessionMetadataPatch,
+        runtime: &tokio::runtime::Handle,
+    ) -> Self {
+        Self::spawn_inner(connection, session, fields, Some(initial), runtime)
+    }
+
+    fn spawn_inner(
+        connection: RemoteConnection,
+        session: String,
+        fields: Map<String, Value>,
+        initial: Option<SessionMetadataPatch>,
+        runtime: &tokio::runtime::Handle,
+    ) -> Self {
+        let pending = initial.is_some();
+        let desired = Desired {
+            patch: initial.unwrap_or(SessionMetadataPatch {
+                permission_mode: strata_protocol::permission::ExternalPermissionMode::Default,
+                is_ultraplan_mode: None,
+            }),
+            // Older than any stored document: the start-up mode never overrides one.
+            changed_at: DateTime::<Utc>::UNIX_EPOCH,
+            fields,
+            version: u64::from(pending),
+        };
+        let (desired, mut wanted) = watch::channel(desired);
+        if !pending {
+            // Nothing to write until a patch arrives.
+            wanted.mark_unchanged();
+        } else {
+            wanted.mark_changed();
+        }
+        let shared = Arc::new(Shared {
+            writer: format!("strata-{}", uuid::Uuid::new_v4()),
+            desired,
+            written: watch::Sender::new(0),
+            applied: Mutex::new(None),
+            last_written: Mutex::new(None),
+        });
+        let task_shared = Arc::clone(&shared);
+        let task_connection = connection.clone();
+        let task_session = session.clone();
         let writer = runtime.spawn(async move {
-            while pending.changed().await.is_ok() {
+            while wanted.changed().await.is_ok() {
+                let bucket = task_connection.bucket().await;
                 loop {
-                    let Some(patch) = *pending.borrow_and_update() else {
-                        break;
-                    };
-                    match write_metadata(connection.bucket(), &session, &fields, &patch).await {
-                        Ok(_) => break,
+                    let desired = wanted.borrow_and_update().clone();
+                    match write_desired(&bucket, &task_session, &desired, Some(&task_shared))
+                        .await
+                    {
+                        Ok(_) => {
+                            task_shared.written.send_replace(desired.version);
+                            break;
+                        }
                         Err(error) => {
-                            tracing::warn!(%error, session, "remote session metadata not written yet; retrying");
+                            tracing::debug!(%error, session = task_session, "remote session metadata not written yet; retrying");
                             // A newer patch replaces this one; otherwise retry after a pause.
                             tokio::select! {
-                                changed = pending.changed() => if changed.is_err() { return },
+                                changed = wanted.changed() => if changed.is_err() { return },
                                 () = tokio::time::sleep(RETRY_AFTER) => {}
                             }
                         }
@@ -63,7 +167,40 @@ impl KvMetadataPort {
                 }
             }
         });
-        Self { latest, writer }
+        Self {
+            shared,
+            connection,
+            session,
+            writer,
+        }
+    }
+
+    /// Watches the session's key and applies changes made elsewhere to `store`, by the
+    /// latest-wins rule shared with this port (see [`crate::watch`]).
+    pub fn watch_own_key(&self, store: AppStore) -> OwnKeyWatch {
+        crate::watch::spawn(
+            self.connection.clone(),
+            self.session.clone(),
+            store,
+            Some(Arc::clone(&self.shared)),
+        )
+    }
+
+    /// Sets one of this process's fields (`status`, `title`, …) and has it written.
+    pub fn set_field(&self, key: &str, value: Value) {
+        self.shared.desired.send_modify(|d| {
+            d.fields.insert(key.to_owned(), value);
+            d.version += 1;
+        });
+    }
+
+    /// Waits until the newest desired document is written, at most `limit`.
+    pub async fn flush(&self, limit: Duration) -> bool {
+        let target = self.shared.desired.borrow().version;
+        let mut written = self.shared.written.subscribe();
+        tokio::time::timeout(limit, written.wait_for(|v| *v >= target))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 }
 
@@ -75,10 +212,40 @@ impl Drop for KvMetadataPort {
 
 impl RemoteMetadataPort for KvMetadataPort {
     fn session_metadata_changed(&self, patch: &SessionMetadataPatch) -> Result<(), EffectError> {
+        // The echo of a document the watch applied keeps that document's time, so it
+        // does not count as a newer local change.
+        let applied = self
+            .shared
+            .applied
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let changed_at = match applied {
+            Some((doc, at)) if same_mode(&doc, patch) => at,
+            _ => Utc::now(),
+        };
         // Never blocks: the slot keeps the newest patch for the writer task.
-        self.latest.send_replace(Some(*patch));
+        self.shared.desired.send_modify(|d| {
+            d.patch = *patch;
+            d.changed_at = changed_at;
+            d.version += 1;
+        });
         Ok(())
     }
+}
+
+/// Whether `doc` says what `patch` says.
+pub(crate) fn same_mode(doc: &SessionExternalMetadata, patch: &SessionMetadataPatch) -> bool {
+    doc.permission_mode() == Some(patch.permission_mode.as_str())
+        && doc.is_ultraplan_mode().filter(|f| *f) == patch.is_ultraplan_mode.filter(|f| *f)
+}
+
+/// The document's `updated_at`, when it is a time.
+pub(crate) fn updated_at(doc: &Map<String, Value>) -> Option<DateTime<Utc>> {
+    doc.get(UPDATED_AT)
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// The document after `patch` and `fields` are merged into `stored` (merge-patch rules:
@@ -86,30 +253,52 @@ impl RemoteMetadataPort for KvMetadataPort {
 pub fn merged_document(
     stored: &Map<String, Value>,
     fields: &Map<String, Value>,
-    patch: &SessionMetadataPatch,
+    patch: Option<&SessionMetadataPatch>,
 ) -> Map<String, Value> {
     let mut doc = SessionExternalMetadata(stored.clone());
     for (key, value) in fields {
         doc.0.insert(key.clone(), value.clone());
     }
-    doc.apply(patch);
+    if let Some(patch) = patch {
+        doc.apply(patch);
+    }
     doc.0
 }
 
-fn without_updated_at(doc: &Map<String, Value>) -> Map<String, Value> {
+fn without_stamps(doc: &Map<String, Value>) -> Map<String, Value> {
     let mut doc = doc.clone();
     doc.remove(UPDATED_AT);
+    doc.remove(WRITTEN_BY);
     doc
 }
 
-/// Writes `patch` (and `fields`) to key `session`: read, merge, compare, compare-and-set.
-/// Returns whether anything was written (`false`: the stored document already says it).
+/// Writes `patch` (and `fields`) to key `session` now, as a change made now: read, merge,
+/// compare, compare-and-set. Returns whether anything was written (`false`: the stored
+/// document already says it).
 pub async fn write_metadata(
     bucket: &kv::Store,
     session: &str,
     fields: &Map<String, Value>,
     patch: &SessionMetadataPatch,
 ) -> Result<bool, RemoteError> {
+    let desired = Desired {
+        patch: *patch,
+        changed_at: Utc::now(),
+        fields: fields.clone(),
+        version: 0,
+    };
+    write_desired(bucket, session, &desired, None).await
+}
+
+/// Writes `desired` by the latest-wins rule (module docs), as the port sharing `shared`
+/// (none: a one-off write). Returns whether anything was written.
+pub(crate) async fn write_desired(
+    bucket: &kv::Store,
+    session: &str,
+    desired: &Desired,
+    shared: Option<&Shared>,
+) -> Result<bool, RemoteError> {
+    let writer = shared.map_or("strata", |s| s.writer.as_str());
     for _ in 0..MAX_CONFLICTS {
         let entry = bucket
             .entry(session)
@@ -129,35 +318,109 @@ pub async fn write_metadata(
             Some(entry) => (Map::new(), Some(entry.revision)),
             None => (Map::new(), None),
         };
-        let mut next = merged_document(&stored, fields, patch);
+        // Someone else's newer document keeps its mode (the watch applies it here).
+        let ours = shared.is_some_and(|s| {
+            s.last_written
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                == Some(&stored)
+        });
+        let theirs_is_newer =
+            !ours && updated_at(&stored).is_some_and(|at| at > desired.changed_at);
+        let patch = (!theirs_is_newer).then_some(&desired.patch);
+        let mut next = merged_document(&stored, &desired.fields, patch);
         // Echo suppression (issue 17 item 2): nothing new, nothing written.
-        if without_updated_at(&next) == without_updated_at(&stored) {
+        if !stored.is_empty() && without_stamps(&next) == without_stamps(&stored) {
             return Ok(false);
         }
         next.insert(
             UPDATED_AT.into(),
-            Value::from(chrono::Utc::now().to_rfc3339()),
+            Value::from(Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
         );
+        next.insert(WRITTEN_BY.into(), Value::from(writer));
+        if let Some(shared) = shared {
+            *shared
+                .last_written
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(next.clone());
+        }
         let bytes = serde_json::to_vec(&next)
             .map_err(|error| RemoteError::js("encoding session metadata", error))?;
+        // `Ok(false)`: another writer got in between (read again and merge onto its
+        // document); other failures end the attempt (the caller retries later).
         let written = match revision {
-            Some(revision) => bucket
-                .update(session, bytes.into(), revision)
-                .await
-                .map_err(|error| error.to_string()),
-            None => bucket
-                .create(session, bytes.into())
-                .await
-                .map_err(|error| error.to_string()),
+            Some(revision) => match bucket.update(session, bytes.into(), revision).await {
+                Ok(_) => Ok(true),
+                Err(error) if error.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(false),
+                Err(error) => Err(error.to_string()),
+            },
+            None => match bucket.create(session, bytes.into()).await {
+                Ok(_) => Ok(true),
+                Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => Ok(false),
+                Err(error) => Err(error.to_string()),
+            },
         };
         match written {
-            Ok(_) => return Ok(true),
-            // Another writer got in between: read again and merge onto its document.
-            Err(error) => tracing::debug!(%error, session, "metadata write conflicted; re-reading"),
+            Ok(true) => return Ok(true),
+            Ok(false) => tracing::debug!(session, "metadata write conflicted; re-reading"),
+            Err(error) => return Err(RemoteError::js("writing session metadata", error)),
         }
     }
     Err(RemoteError::js(
         "writing session metadata",
         format!("{MAX_CONFLICTS} compare-and-set conflicts in a row"),
     ))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+    use strata_protocol::permission::ExternalPermissionMode as M;
+
+    use super::*;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_patch_and_the_fields_merge_onto_the_stored_document() {
+        let stored = obj(json!({"permission_mode": "plan", "is_ultraplan_mode": true, "x": 1}));
+        let fields = obj(json!({"status": "active"}));
+        let patch = SessionMetadataPatch {
+            permission_mode: M::Default,
+            is_ultraplan_mode: None,
+        };
+        let doc = merged_document(&stored, &fields, Some(&patch));
+        assert_eq!(
+            Value::Object(doc),
+            json!({"permission_mode": "default", "x": 1, "status": "active"})
+        );
+        // Without the patch (theirs is newer) only the fields change.
+        let doc = merged_document(&stored, &fields, None);
+        assert_eq!(doc["permission_mode"], "plan");
+        assert_eq!(doc["status"], "active");
+    }
+
+    #[test]
+    fn the_echo_of_an_applied_document_is_recognised() {
+        let doc = SessionExternalMetadata(obj(json!({"permission_mode": "plan"})));
+        let plan = SessionMetadataPatch {
+            permission_mode: M::Plan,
+            is_ultraplan_mode: None,
+        };
+        assert!(same_mode(&doc, &plan));
+        let accept = SessionMetadataPatch {
+            permission_mode: M::AcceptEdits,
+            is_ultraplan_mode: None,
+        };
+        assert!(!same_mode(&doc, &accept));
+        let at = obj(json!({"updated_at": "2030-01-02T03:04:05.000006Z"}));
+        assert_eq!(
+            updated_at(&at).unwrap().to_rfc3339(),
+            "2030-01-02T03:04:05.000006+00:00"
+        );
+    }
 }

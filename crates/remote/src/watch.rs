@@ -4,14 +4,26 @@
 //! [`AppStore::apply_external_metadata`], which runs the reverse bridge and so the one mode
 //! gate: a `bypassPermissions` mode this session may not enter is refused there. The watch
 //! starts with the key's current value, so a worker that attaches to an existing session
-//! restores its mode from the metadata. A document carrying a mode request (the web
-//! view's control) is answered once applied ([`crate::mode_request`]).
+//! restores its mode from the metadata.
+//!
+//! The watch waits for the connection and is made again after any failure, so it
+//! survives the server going away (it then starts again with the current value, which is
+//! how a change made while this process was cut off arrives). Linked with the session's
+//! [`KvMetadataPort`](crate::KvMetadataPort), it follows the port's latest-wins rule:
+//! the document this process last wrote is not a change, and a document older than this
+//! process's own newest change is not applied (the port writes that change instead).
+//! A document carrying a mode request (the web view's control) is answered once applied
+//! ([`crate::mode_request`]).
 
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use async_nats::jetstream::kv;
 use futures::StreamExt;
 use strata_state::{AppStore, SessionExternalMetadata};
 
-use crate::connection::{RemoteConnection, RemoteError};
-use async_nats::jetstream::kv;
+use crate::connection::RemoteConnection;
+use crate::port::{Shared, updated_at};
 
 /// A running watch; dropping it stops the watch.
 pub struct OwnKeyWatch {
@@ -24,43 +36,99 @@ impl Drop for OwnKeyWatch {
     }
 }
 
-/// Starts watching key `session` and applying its changes to `store`.
-pub async fn watch_own_key(
+/// Starts watching key `session` and applying every change to `store` (without a port:
+/// every document is applied).
+pub fn watch_own_key(
     connection: &RemoteConnection,
     session: String,
     store: AppStore,
-) -> Result<OwnKeyWatch, RemoteError> {
-    let mut entries = connection
-        .bucket()
-        .watch_with_history(&session)
-        .await
-        .map_err(|error| RemoteError::js("watching session metadata", error))?;
-    let bucket = connection.bucket().clone();
+) -> OwnKeyWatch {
+    spawn(connection.clone(), session, store, None)
+}
+
+pub(crate) fn spawn(
+    connection: RemoteConnection,
+    session: String,
+    store: AppStore,
+    port: Option<Arc<Shared>>,
+) -> OwnKeyWatch {
     let task = tokio::spawn(async move {
-        while let Some(entry) = entries.next().await {
-            let entry = match entry {
-                Ok(entry) => entry,
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let bucket = connection.bucket().await;
+            match bucket.watch_with_history(&session).await {
+                Ok(mut entries) => {
+                    pause = Duration::from_millis(100);
+                    while let Some(entry) = entries.next().await {
+                        match entry {
+                            Ok(entry) => {
+                                if let Some(applied) =
+                                    apply(&entry, &session, &store, port.as_deref())
+                                {
+                                    crate::mode_request::answer_mode_request(
+                                        &bucket, &session, &applied, &store,
+                                    )
+                                    .await;
+                                }
+                            }
+                            Err(error) => {
+                                tracing::debug!(%error, session, "remote metadata watch interrupted; watching again");
+                                break;
+                            }
+                        }
+                    }
+                }
                 Err(error) => {
-                    tracing::warn!(%error, session, "remote metadata watch error");
-                    continue;
+                    tracing::debug!(%error, session, "remote metadata watch not started yet");
                 }
-            };
-            if entry.operation != kv::Operation::Put {
-                continue;
             }
-            match serde_json::from_slice::<SessionExternalMetadata>(&entry.value) {
-                Ok(metadata) => {
-                    store.apply_external_metadata(&metadata);
-                    crate::mode_request::answer_mode_request(&bucket, &session, &metadata, &store)
-                        .await;
-                }
-                Err(error) => tracing::warn!(
-                    %error,
-                    session,
-                    "remote session metadata is not a JSON object; ignored"
-                ),
-            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
         }
     });
-    Ok(OwnKeyWatch { task })
+    OwnKeyWatch { task }
+}
+
+/// Applies `entry` to `store` unless it is this process's own write or older than its
+/// newest change; returns the document when it was applied (a mode request it holds is
+/// then answered).
+fn apply(
+    entry: &kv::Entry,
+    session: &str,
+    store: &AppStore,
+    port: Option<&Shared>,
+) -> Option<SessionExternalMetadata> {
+    if entry.operation != kv::Operation::Put {
+        return None;
+    }
+    let metadata = match serde_json::from_slice::<SessionExternalMetadata>(&entry.value) {
+        Ok(metadata) => metadata,
+        Err(error) => {
+            tracing::warn!(
+                %error,
+                session,
+                "remote session metadata is not a JSON object; ignored"
+            );
+            return None;
+        }
+    };
+    if let Some(port) = port {
+        let doc = &metadata.0;
+        let own = port
+            .last_written
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            == Some(doc);
+        if own {
+            return None; // this process's own write
+        }
+        let at = updated_at(doc).unwrap_or_else(chrono::Utc::now);
+        if at < port.desired.borrow().changed_at {
+            return None; // older than this process's newest change, which wins
+        }
+        *port.applied.lock().unwrap_or_else(PoisonError::into_inner) = Some((metadata.clone(), at));
+    }
+    store.apply_external_metadata(&metadata);
+    Some(metadata)
 }

@@ -2,8 +2,6 @@
 //! items 1 and 2). Each test starts its own server; readiness is polled with a deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -12,50 +10,10 @@ use strata_remote::{BUCKET, KvMetadataPort, RemoteConnection, watch_own_key, wri
 use strata_state::{
     EffectsHub, RecordingPorts, RuntimeFacts, SessionMetadataPatch, SessionScope, default_app_state,
 };
-
-struct Server {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server() -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = tempfile::tempdir().unwrap();
-    let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nats-server must be installed (apt-get install nats-server; .ci/run does it)");
-    Server {
-        child,
-        url: format!("nats://127.0.0.1:{port}"),
-        _dir: dir,
-    }
-}
+use strata_testkit::nats::NatsServer;
 
 async fn connect(url: &str) -> RemoteConnection {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match RemoteConnection::connect(url, 1).await {
-            Ok(connection) => return connection,
-            Err(error) if Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    RemoteConnection::connect_url(url).await.unwrap()
 }
 
 async fn poll<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
@@ -70,14 +28,14 @@ async fn poll<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
 }
 
 async fn stored(connection: &RemoteConnection, key: &str) -> Option<Map<String, Value>> {
-    let value = connection.bucket().get(key).await.unwrap()?;
+    let value = connection.bucket().await.get(key).await.unwrap()?;
     Some(serde_json::from_slice(&value).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fx1_mode_change_reaches_the_bucket_as_one_json_object() {
-    let server = start_server();
-    let connection = connect(&server.url).await;
+    let server = NatsServer::start();
+    let connection = connect(&server.url()).await;
     let rec = RecordingPorts::default();
     let state = default_app_state(RuntimeFacts::default());
     let hub = EffectsHub::new(rec.ports(&state.runtime));
@@ -112,32 +70,34 @@ async fn fx1_mode_change_reaches_the_bucket_as_one_json_object() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unchanged_metadata_is_not_written_again_so_no_echo() {
-    let server = start_server();
-    let connection = connect(&server.url).await;
+    let server = NatsServer::start();
+    let connection = connect(&server.url()).await;
     let patch = SessionMetadataPatch {
         permission_mode: ExternalPermissionMode::Plan,
         is_ultraplan_mode: Some(true),
     };
     let fields = Map::new();
     assert!(
-        write_metadata(connection.bucket(), "s2", &fields, &patch)
+        write_metadata(&connection.bucket().await, "s2", &fields, &patch)
             .await
             .unwrap()
     );
     let revision = connection
         .bucket()
+        .await
         .entry("s2")
         .await
         .unwrap()
         .unwrap()
         .revision;
     assert!(
-        !write_metadata(connection.bucket(), "s2", &fields, &patch)
+        !write_metadata(&connection.bucket().await, "s2", &fields, &patch)
             .await
             .unwrap()
     );
     let after = connection
         .bucket()
+        .await
         .entry("s2")
         .await
         .unwrap()
@@ -150,8 +110,8 @@ async fn unchanged_metadata_is_not_written_again_so_no_echo() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fx7_change_made_elsewhere_is_applied_and_forbidden_bypass_is_refused() {
-    let server = start_server();
-    let connection = connect(&server.url).await;
+    let server = NatsServer::start();
+    let connection = connect(&server.url()).await;
     let rec = RecordingPorts::default();
     let state = default_app_state(RuntimeFacts::default());
     assert!(
@@ -161,10 +121,8 @@ async fn fx7_change_made_elsewhere_is_applied_and_forbidden_bypass_is_refused() 
     );
     let hub = EffectsHub::new(rec.ports(&state.runtime));
     let root = SessionScope::new().create_root(state, hub).unwrap();
-    let _watch = watch_own_key(&connection, "s3".into(), root.store().clone())
-        .await
-        .unwrap();
-    let bucket = connection.bucket();
+    let _watch = watch_own_key(&connection, "s3".into(), root.store().clone());
+    let bucket = connection.bucket().await;
 
     bucket
         .put(

@@ -10,20 +10,14 @@ use serde_json::{Map, Value, json};
 use strata_protocol::permission::{ExternalPermissionMode, PermissionMode};
 use strata_remote::{
     Follow, MetadataState, ModeReply, ModeRequestError, RemoteConnection, TranscriptPublisher,
-    ensure_stream, follow_transcripts, request_mode, watch_all_metadata, watch_own_key,
+    follow_transcripts, request_mode, watch_all_metadata, watch_own_key,
 };
 use strata_state::{EffectsHub, RecordingPorts, RuntimeFacts, SessionScope, default_app_state};
 use strata_testkit::NatsServer;
 
 async fn connect(url: &str) -> RemoteConnection {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match RemoteConnection::connect(url, 1).await {
-            Ok(connection) => return connection,
-            Err(error) if Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    // Waits (ten seconds at most) until the bucket and the stream are bound.
+    RemoteConnection::connect_url(url).await.unwrap()
 }
 
 async fn next<T>(stream: &mut (impl futures::Stream<Item = T> + Unpin)) -> T {
@@ -34,7 +28,7 @@ async fn next<T>(stream: &mut (impl futures::Stream<Item = T> + Unpin)) -> T {
 }
 
 async fn doc(connection: &RemoteConnection, key: &str) -> Map<String, Value> {
-    serde_json::from_slice(&connection.bucket().get(key).await.unwrap().unwrap()).unwrap()
+    serde_json::from_slice(&connection.bucket().await.get(key).await.unwrap().unwrap()).unwrap()
 }
 
 async fn poll<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
@@ -52,7 +46,7 @@ async fn poll<T>(what: &str, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
 async fn every_sessions_metadata_comes_first_then_each_change() {
     let server = NatsServer::start();
     let connection = connect(&server.url()).await;
-    let bucket = connection.bucket();
+    let bucket = connection.bucket().await;
     bucket
         .put("a", br#"{"permission_mode":"plan"}"#.to_vec().into())
         .await
@@ -95,7 +89,6 @@ async fn every_sessions_metadata_comes_first_then_each_change() {
 async fn transcripts_are_followed_live_from_a_sequence_on() {
     let server = NatsServer::start();
     let connection = connect(&server.url()).await;
-    ensure_stream(&connection, 1).await.unwrap();
     let publisher =
         TranscriptPublisher::spawn(connection.clone(), &tokio::runtime::Handle::current());
     publisher.publish("s1", "u1", r#"{"n":1}"#);
@@ -159,19 +152,18 @@ async fn a_mode_request_is_answered_by_the_worker_and_a_forbidden_bypass_is_writ
         request_mode(&connection, "w1", ExternalPermissionMode::Plan).await,
         Err(ModeRequestError::NoSession(_))
     ));
-    assert!(connection.bucket().get("w1").await.unwrap().is_none());
+    assert!(connection.bucket().await.get("w1").await.unwrap().is_none());
 
     connection
         .bucket()
+        .await
         .put(
             "w1",
             br#"{"permission_mode":"default","cwd":"/p"}"#.to_vec().into(),
         )
         .await
         .unwrap();
-    let _watch = watch_own_key(&connection, "w1".into(), store.clone())
-        .await
-        .unwrap();
+    let _watch = watch_own_key(&connection, "w1".into(), store.clone());
 
     let request = request_mode(&connection, "w1", ExternalPermissionMode::Plan)
         .await

@@ -4,64 +4,19 @@
 //! the bucket listing names every session.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use strata_remote::{
-    RemoteConnection, TranscriptPublisher, ensure_stream, fetch_lines, list_sessions,
-};
-
-struct Server {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server() -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = tempfile::tempdir().unwrap();
-    let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nats-server must be installed (apt-get install nats-server; .ci/run does it)");
-    Server {
-        child,
-        url: format!("nats://127.0.0.1:{port}"),
-        _dir: dir,
-    }
-}
+use strata_remote::{RemoteConnection, TranscriptPublisher, fetch_lines, list_sessions};
+use strata_testkit::nats::NatsServer;
 
 async fn connect(url: &str) -> RemoteConnection {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match RemoteConnection::connect(url, 1).await {
-            Ok(connection) => return connection,
-            Err(error) if Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    RemoteConnection::connect_url(url).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_come_back_in_order_per_session_and_a_repeated_id_is_stored_once() {
-    let server = start_server();
-    let connection = connect(&server.url).await;
-    ensure_stream(&connection, 1).await.unwrap();
+    let server = NatsServer::start();
+    let connection = connect(&server.url()).await;
     let publisher =
         TranscriptPublisher::spawn(connection.clone(), &tokio::runtime::Handle::current());
     let a: Vec<String> = (0..200)
@@ -82,11 +37,12 @@ async fn lines_come_back_in_order_per_session_and_a_repeated_id_is_stored_once()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_listing_names_every_session_of_the_bucket() {
-    let server = start_server();
-    let connection = connect(&server.url).await;
+    let server = NatsServer::start();
+    let connection = connect(&server.url()).await;
     for id in ["s1", "s2"] {
         connection
             .bucket()
+            .await
             .put(id, br#"{"permission_mode":"default"}"#.to_vec().into())
             .await
             .unwrap();

@@ -193,8 +193,14 @@ fn sl3_a_viewed_agent_follows_its_growing_conversation_and_nothing_is_kept_unvie
         "shared with the running agent, not copied"
     );
     assert!(local(&d, &a).retain && local(&d, &a).disk_loaded);
-    assert!(d.follow_view(&a, &live).is_none(), "the same messages again");
-    assert!(d.follow_view(&b, &live).is_none(), "another, unviewed agent");
+    assert!(
+        d.follow_view(&a, &live).is_none(),
+        "the same messages again"
+    );
+    assert!(
+        d.follow_view(&b, &live).is_none(),
+        "another, unviewed agent"
+    );
     // Leaving drops them; a later growth is not kept.
     let d = d.exit_view().unwrap();
     assert!(local(&d, &a).messages.is_empty());

@@ -34,8 +34,8 @@
 //!
 //! [`PageServer`] serves fixed web pages on `127.0.0.1` for the tools that fetch URLs.
 //!
-//! [`NatsServer`] starts a `nats-server -js` of the test's own on a loopback port, for
-//! the remote sessions' tests (issue 17).
+//! [`nats`] starts real `nats-server -js` processes (one node or a three-node cluster) on
+//! loopback ports for the remote-session tests, and kills and restarts them.
 //!
 //! The real-corpus tests find the reference agent's transcripts through [`corpus`] (an
 //! environment variable; skipped with one line on a fresh clone), and [`transcripts`]
@@ -46,7 +46,7 @@
 //! `strata-protocol`'s message types and no other crate of ours.
 
 pub mod corpus;
-mod nats;
+pub mod nats;
 mod pages;
 pub mod render;
 mod reply;

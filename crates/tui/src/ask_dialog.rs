@@ -435,7 +435,10 @@ impl AskDialog {
                 Some(a) => (format!("→ {a}"), Style::default().fg(Color::Green)),
                 None => ("→ (not answered yet)".to_owned(), dim),
             };
-            for l in wrap(&answer, w.saturating_sub(4).max(1)).into_iter().take(3) {
+            for l in wrap(&answer, w.saturating_sub(4).max(1))
+                .into_iter()
+                .take(3)
+            {
                 lines.push(Line::styled(format!("    {l}"), style));
             }
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use strata_protocol::permission::PermissionMode;
-use strata_state::{TodoItem, TodoStatus};
+use strata_state::{RemoteConnectionStatus, TodoItem, TodoStatus};
 
 use crate::text::cut_to_width;
 
@@ -28,6 +28,19 @@ pub struct FooterData {
     pub notice: Option<String>,
     /// How many background tasks (shells, agents) are running.
     pub background: usize,
+    /// The remote connection's status, when the session has a remote (issue 17).
+    pub remote: Option<RemoteConnectionStatus>,
+}
+
+/// The remote's words and colour in the footer.
+fn remote_label(status: RemoteConnectionStatus) -> (String, Color) {
+    let color = match status {
+        RemoteConnectionStatus::Connected => Color::Green,
+        RemoteConnectionStatus::Connecting => Color::DarkGray,
+        RemoteConnectionStatus::Reconnecting => Color::Yellow,
+        RemoteConnectionStatus::Disconnected => Color::Red,
+    };
+    (format!("remote {status}"), color)
 }
 
 /// The mode's symbol and name as the footer shows them (`None` for the default mode).
@@ -72,15 +85,23 @@ pub fn footer(data: &FooterData, width: u16) -> Line<'static> {
         (None, None) => {}
     }
     right.push_str(&format!(" · ${:.4}", data.cost_usd));
+    // The remote goes first on the right, in its own colour: a session that stopped
+    // reaching its server must be visible at a glance.
+    let remote = data.remote.map(remote_label);
+    let remote_width = remote.as_ref().map_or(0, |(text, _)| {
+        unicode_width::UnicodeWidthStr::width(text.as_str()) + 3
+    });
     let lw = unicode_width::UnicodeWidthStr::width(left.as_str());
-    let rw = unicode_width::UnicodeWidthStr::width(right.as_str());
+    let rw = unicode_width::UnicodeWidthStr::width(right.as_str()) + remote_width;
     if lw + 2 + rw <= width {
         let gap = width - lw - rw;
-        Line::from(vec![
-            Span::styled(left, left_style),
-            Span::raw(" ".repeat(gap)),
-            Span::styled(right, Style::default().fg(Color::DarkGray)),
-        ])
+        let mut spans = vec![Span::styled(left, left_style), Span::raw(" ".repeat(gap))];
+        if let Some((text, color)) = remote {
+            spans.push(Span::styled(text, Style::default().fg(color)));
+            spans.push(Span::styled(" · ", Style::default().fg(Color::DarkGray)));
+        }
+        spans.push(Span::styled(right, Style::default().fg(Color::DarkGray)));
+        Line::from(spans)
     } else {
         Line::from(Span::styled(
             cut_to_width(&left, width).to_owned(),
@@ -163,6 +184,7 @@ mod tests {
             context_percent: Some(6),
             notice: None,
             background: 0,
+            remote: None,
         };
         let line = footer(&data, 100).to_string();
         assert!(line.starts_with("⏵⏵ accept edits on"), "{line}");
@@ -187,6 +209,38 @@ mod tests {
             );
         }
         assert!(footer(&data, 20).to_string().starts_with("⏸ plan mode on"));
+    }
+
+    #[test]
+    fn i17_1_the_footer_shows_the_remote_status_only_with_a_remote() {
+        let base = FooterData {
+            model: "claude-sonnet".into(),
+            cost_usd: 0.5,
+            ..FooterData::default()
+        };
+        assert!(!footer(&base, 90).to_string().contains("remote"));
+        let lines: Vec<Line<'static>> = [
+            RemoteConnectionStatus::Connecting,
+            RemoteConnectionStatus::Connected,
+            RemoteConnectionStatus::Reconnecting,
+            RemoteConnectionStatus::Disconnected,
+        ]
+        .into_iter()
+        .map(|status| {
+            let data = FooterData {
+                remote: Some(status),
+                ..base.clone()
+            };
+            footer(&data, 90)
+        })
+        .collect();
+        insta::assert_snapshot!(crate::vt_snapshot::screen(&lines, 90));
+        // On a narrow terminal the right part, the remote with it, gives way first.
+        let narrow = FooterData {
+            remote: Some(RemoteConnectionStatus::Reconnecting),
+            ..base
+        };
+        assert!(crate::text::line_width(&footer(&narrow, 30)) <= 30);
     }
 
     #[test]

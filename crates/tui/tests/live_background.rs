@@ -171,11 +171,7 @@ async fn open(main: &[String], agent: &[String], allowed: &[&str]) -> Session {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let router = Arc::new(Router {
         main: replay(main),
-        agent: replay(if agent.is_empty() {
-            &main[..1]
-        } else {
-            agent
-        }),
+        agent: replay(if agent.is_empty() { &main[..1] } else { agent }),
         gate: Arc::new(Semaphore::new(0)),
         agent_requests: Default::default(),
         main_requests: Mutex::new(Vec::new()),
@@ -284,8 +280,10 @@ async fn issue12_a_background_shell_that_ends_while_idle_starts_a_turn_whose_ans
             o.text().contains("The build finished fine.")
         })
         .await;
-        out.wait_for("the turn to end", |o| !o.screen().contains("esc to interrupt"))
-            .await;
+        out.wait_for("the turn to end", |o| {
+            !o.screen().contains("esc to interrupt")
+        })
+        .await;
         let screen = out.screen();
         assert!(screen.contains("The build finished fine."), "{screen}");
         assert!(screen.contains("the build\" completed"), "{screen}");
@@ -321,7 +319,11 @@ async fn sl3_a_running_background_agent_opened_from_the_panel_is_followed_live()
         ],
         &[
             // Its output, not its command line, says "step-one-done".
-            tool_reply(11, "Bash", json!({"command": "printf 'step-%s-done\\n' one"})),
+            tool_reply(
+                11,
+                "Bash",
+                json!({"command": "printf 'step-%s-done\\n' one"}),
+            ),
             text_reply(12, "AGENT-FINAL: three files."),
         ],
         &["Bash"],

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use strata_remote::{RemoteConnection, TranscriptPublisher, ensure_stream, watch_own_key};
+use strata_remote::{RemoteConnection, TranscriptPublisher, watch_own_key};
 use strata_state::{EffectsHub, RecordingPorts, RuntimeFacts, SessionScope, default_app_state};
 use strata_testkit::NatsServer;
 use strata_web::{ServeOptions, serve};
@@ -25,21 +25,14 @@ struct Web {
 }
 
 async fn connect(url: &str) -> RemoteConnection {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match RemoteConnection::connect(url, 1).await {
-            Ok(connection) => return connection,
-            Err(error) if Instant::now() > deadline => panic!("{error}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
+    // Waits (ten seconds at most) until the bucket and the stream are bound.
+    RemoteConnection::connect_url(url).await.unwrap()
 }
 
 /// NATS with session `s1` in the bucket, and the server.
 async fn start() -> Web {
     let nats = NatsServer::start();
     let connection = connect(&nats.url()).await;
-    ensure_stream(&connection, 1).await.unwrap();
     put(
         &connection,
         "s1",
@@ -69,6 +62,7 @@ async fn start() -> Web {
 async fn put(connection: &RemoteConnection, key: &str, doc: Value) {
     connection
         .bucket()
+        .await
         .put(key, serde_json::to_vec(&doc).unwrap().into())
         .await
         .unwrap();
@@ -230,7 +224,7 @@ async fn item4_sessions_are_listed_and_a_metadata_change_arrives_as_an_event() {
     assert_eq!(titled.data["title"], "fix <b>the</b> build");
 
     // A session leaving the bucket leaves the list.
-    web.connection.bucket().delete("s1").await.unwrap();
+    web.connection.bucket().await.delete("s1").await.unwrap();
     let removed = events.until("removed", |_| true).await;
     assert_eq!(removed.data["id"], "s1");
 }
@@ -279,9 +273,7 @@ async fn item4_the_mode_control_is_answered_by_the_running_session() {
     let state = default_app_state(RuntimeFacts::default());
     let hub = EffectsHub::new(rec.ports(&state.runtime));
     let root = SessionScope::new().create_root(state, hub).unwrap();
-    let _watch = watch_own_key(&web.connection, "s1".into(), root.store().clone())
-        .await
-        .unwrap();
+    let _watch = watch_own_key(&web.connection, "s1".into(), root.store().clone());
     let mut events = Events::open(&web, "/sessions/s1/events", None).await;
 
     let answer = web
@@ -415,6 +407,7 @@ async fn item4_bad_or_foreign_change_requests_are_refused_with_a_reason() {
     assert!(
         web.connection
             .bucket()
+            .await
             .get("nobody")
             .await
             .unwrap()
@@ -433,7 +426,15 @@ async fn item4_bad_or_foreign_change_requests_are_refused_with_a_reason() {
     assert_eq!(status, 404, "an id that would be a wildcard subject");
 
     // None of it changed the document.
-    let doc: Value =
-        serde_json::from_slice(&web.connection.bucket().get("s1").await.unwrap().unwrap()).unwrap();
+    let doc: Value = serde_json::from_slice(
+        &web.connection
+            .bucket()
+            .await
+            .get("s1")
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(doc["permission_mode"], "default");
 }

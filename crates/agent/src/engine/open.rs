@@ -560,6 +560,7 @@ impl SdkStatusPort for StatusStream {
             .emit(SdkMessage::System(SystemMessage::Status(StatusMessage {
                 permission_mode: mode.to_string(),
                 status: None,
+                remote_connection: None,
                 session_id: self.session_id.clone(),
                 uuid: uuid::Uuid::new_v4().to_string(),
             })));

@@ -65,10 +65,9 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs, any_host: bool) -> anyhow::Result<()> {
-    let connection = strata_remote::RemoteConnection::connect(&args.remote, 1)
-        .await
-        .map_err(|e| Failure::failed(e.to_string()))?;
-    strata_remote::ensure_stream(&connection, 1)
+    // The page is about the server: without it there is nothing to show, so it is
+    // waited for (ten seconds) and its absence is the command's error.
+    let connection = strata_remote::RemoteConnection::connect_url(&args.remote)
         .await
         .map_err(|e| Failure::failed(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind(args.listen)

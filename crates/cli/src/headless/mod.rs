@@ -41,7 +41,6 @@ mod input;
 mod output;
 mod prompter;
 pub(crate) mod provider;
-mod remote;
 pub(crate) mod sdk_flags;
 mod session;
 mod states;
@@ -93,8 +92,9 @@ pub(crate) struct Setup {
     pub(crate) key_helper: Option<std::sync::Arc<strata_agent::provider::ApiKeyHelper>>,
     /// What the SDK flags ask for.
     pub(crate) sdk: sdk_flags::SdkSetup,
-    /// `--remote`: the NATS server the session is replicated on.
-    pub(crate) remote: Option<String>,
+    /// `--remote` or the settings' `remote` block: the NATS server the session is
+    /// replicated on.
+    pub(crate) remote: Option<strata_remote::RemoteOptions>,
 }
 
 /// Whether a run without `-p` is headless all the same: the official Agent SDKs start
@@ -160,6 +160,12 @@ pub(crate) fn run(mut args: AgentArgs) -> anyhow::Result<()> {
         (None, true) => Some(ResumeTarget::Continue),
         (None, false) => None,
     };
+    let remote = crate::remote::options(
+        &config_dir,
+        &cwd,
+        args.settings.as_deref(),
+        args.remote.as_deref(),
+    )?;
     let mut allowed_tools = args.allowed_tools;
     if args.replay.as_deref() == Some(provider::DEMO) {
         allowed_tools.extend(demo::ALLOWED_TOOLS.map(String::from));
@@ -192,7 +198,7 @@ pub(crate) fn run(mut args: AgentArgs) -> anyhow::Result<()> {
         replay: args.replay,
         key_helper,
         sdk,
-        remote: args.remote,
+        remote,
     };
     // Multi-threaded: tools run in parallel and the engine may block briefly in places;
     // two workers match the machines strata is measured on and start in well under a

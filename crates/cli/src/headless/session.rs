@@ -10,7 +10,7 @@ use strata_agent::engine::{
 use strata_agent::hooks::Hooks;
 use strata_protocol::message::Message;
 use strata_protocol::sdk::{
-    ControlResponse, ResultMessage, ResultSubtype, SdkMessage, SystemMessage,
+    ControlResponse, ResultMessage, ResultSubtype, SdkMessage, StatusMessage, SystemMessage,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -51,26 +51,21 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             _ => None,
         },
     );
-    // `--remote`: connected before the session opens, so a session this machine does not
-    // have can be rebuilt from the stream and every line is replicated from the first.
-    let remote = match &setup.remote {
-        Some(url) => match super::remote::Link::connect(url).await {
-            Ok(link) => Some(link),
-            Err(e) => {
-                warn(format_args!(
-                    "{e}; the session runs locally, without the remote"
-                ));
-                None
-            }
-        },
+    // `--remote`: the connection starts now, in the background (a server that is away
+    // delays nothing); a session this machine does not have is rebuilt from the stream,
+    // which waits for the server.
+    let link = match &setup.remote {
+        Some(options) => Some(crate::remote::Link::start(options).await?),
         None => None,
     };
     if let (Some(link), Some(strata_agent::engine::ResumeTarget::Session(id))) =
-        (&remote, &setup.resume)
+        (&link, &setup.resume)
         && uuid::Uuid::parse_str(id).is_ok()
     {
         link.rebuild(&setup.config_dir, &setup.cwd, id).await?;
     }
+    let mut remote = link.as_ref().map(crate::remote::Link::session);
+    let config_dir_of_session = setup.config_dir.clone();
     let default_model = setup.provider.default_model().map(str::to_owned);
     let provider_name = setup.provider.name();
     let sdk = setup.sdk;
@@ -118,7 +113,7 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             structured_output: sdk.structured_output,
             no_session_persistence: sdk.no_session_persistence,
             setting_sources: sdk.setting_sources,
-            transcript_mirror: remote.as_ref().map(super::remote::Link::mirror),
+            transcript_mirror: remote.as_ref().map(crate::remote::SessionLink::mirror),
         },
     };
     let unsupported_flags = sdk.unsupported;
@@ -130,10 +125,9 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     for warning in engine.warnings() {
         warn(format_args!("{warning}"));
     }
-    let attached = match &remote {
-        Some(link) => Some(link.attach(&engine).await),
-        None => None,
-    };
+    if let Some(remote) = &mut remote {
+        remote.attach(&engine, &config_dir_of_session).await;
+    }
     let (config_dir, cwd, settings_flag, resumed) = sweep;
     let keep = std::iter::once(engine.session_id())
         .chain(resumed)
@@ -172,6 +166,9 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
             );
         }
         lines.send_json(&SdkMessage::System(SystemMessage::Init(Box::new(init))));
+    }
+    if let Some(remote) = &mut remote {
+        remote.follow(&engine, remote_reporter(&engine, lines.clone()));
     }
 
     for problem in engine
@@ -223,7 +220,6 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     // allocations) adds tens of milliseconds to every `strata -p --resume` (issue 10).
     // Only message data is kept: no handle, file or channel.
     let _conversation = std::mem::ManuallyDrop::new(engine.store().get().messages.clone());
-    let final_mode = engine.store().get().tool_permission_context.mode.external();
     let closed = match Arc::try_unwrap(engine) {
         Ok(engine) => engine.close().await.map_err(Failure::from),
         // Every task that held the engine has ended by now; if one still does, its
@@ -234,8 +230,8 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         )),
     };
     sweep.finish();
-    if let Some(link) = &remote {
-        link.finish(attached, final_mode).await;
+    if let Some(remote) = remote {
+        remote.finish().await;
     }
     if let Some(writer) = writer {
         writer.finish();
@@ -382,6 +378,36 @@ async fn stream(
         .into());
     }
     Ok(last)
+}
+
+/// Tells the user where the remote connection stands: a `system/status` line (with
+/// `remote_connection`) for every change in stream-json output, and once on stderr when
+/// the server cannot be reached.
+fn remote_reporter(engine: &Engine, lines: Option<Lines>) -> crate::remote::Reporter {
+    let store = engine.store().clone();
+    let session_id = engine.session_id();
+    let told = std::sync::atomic::AtomicBool::new(false);
+    Arc::new(move |state: &strata_remote::ConnectionState| {
+        use strata_state::RemoteConnectionStatus as S;
+        if state.status == S::Disconnected && !told.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            warn(format_args!(
+                "the remote cannot be reached ({}); the session runs locally and its lines \
+                 are published when the server is back",
+                state.error.as_deref().unwrap_or("no answer")
+            ));
+        }
+        if let Some(lines) = &lines {
+            let mode = store.get().tool_permission_context.mode;
+            lines.send_json(&SdkMessage::System(SystemMessage::Status(StatusMessage {
+                permission_mode: mode.to_string(),
+                status: None,
+                remote_connection: Some(state.status.as_str().to_owned()),
+                session_id: session_id.clone(),
+                uuid: uuid::Uuid::new_v4().to_string(),
+            })));
+        }
+    })
 }
 
 /// The client-facing channels of a stream-json session: permission prompts (when the

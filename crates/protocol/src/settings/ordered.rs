@@ -64,6 +64,12 @@ pub(crate) trait KnownKeys: Default {
     /// Writes `key` when it is known and set; returns whether `key` is known.
     fn write_known<M: SerializeMap>(&self, key: &str, out: &mut M) -> Result<bool, M::Error>;
 
+    /// Rules between keys, checked once the object is read (inside it, so the error
+    /// gets the object's line and column).
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Unknown keys.
     fn extra(&self) -> &Map<String, Value>;
     /// Unknown keys, mutably.
@@ -93,6 +99,7 @@ impl<'de, T: KnownKeys> Visitor<'de> for KnownKeysVisitor<T> {
                 obj.extra_mut().insert(key, value);
             }
         }
+        obj.check().map_err(serde::de::Error::custom)?;
         Ok(obj)
     }
 }
@@ -130,8 +137,21 @@ pub(crate) fn serialize_known<T: KnownKeys, S: serde::Serializer>(
 
 /// Implements [`KnownKeys`], `Serialize` and `Deserialize` for a struct whose known fields
 /// are all `Option<_>` (absent and `null` both read as `None`; `None` is not written).
+///
+/// With `check = f`, `f(&value) -> Result<(), String>` runs once the object's keys are
+/// read, for rules between keys ([`KnownKeys::check`]).
 macro_rules! known_keys {
+    ($ty:ident, $expecting:literal, { $($key:literal => $field:ident),* $(,)? }, check = $check:path) => {
+        $crate::settings::ordered::known_keys!(@impl $ty, $expecting, { $($key => $field),* }, {
+            fn check(&self) -> Result<(), String> {
+                $check(self)
+            }
+        });
+    };
     ($ty:ident, $expecting:literal, { $($key:literal => $field:ident),* $(,)? }) => {
+        $crate::settings::ordered::known_keys!(@impl $ty, $expecting, { $($key => $field),* }, {});
+    };
+    (@impl $ty:ident, $expecting:literal, { $($key:literal => $field:ident),* $(,)? }, { $($check:tt)* }) => {
         impl $crate::settings::ordered::KnownKeys for $ty {
             const EXPECTING: &'static str = $expecting;
             const KNOWN: &'static [&'static str] = &[$($key),*];
@@ -163,6 +183,8 @@ macro_rules! known_keys {
                 }
                 Ok(true)
             }
+
+            $($check)*
 
             fn extra(&self) -> &serde_json::Map<String, serde_json::Value> {
                 &self.extra

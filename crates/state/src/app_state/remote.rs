@@ -2,8 +2,9 @@
 //! (a web or IDE client driving this session) and of a remote session this process
 //! belongs to.
 //!
-//! Filled by the bridge and remote-session clients (the agent crate). Not persisted
-//! (SP-4): a resumed session reconnects. The sockets themselves are runtime handles.
+//! Filled by the bridge and remote-session clients (the binary's `--remote` wiring over
+//! `strata-remote`). Not persisted (SP-4): a resumed session reconnects. The sockets
+//! themselves are runtime handles.
 
 use std::sync::Arc;
 
@@ -38,18 +39,39 @@ pub struct BridgeState {
     pub initial_name: Option<Arc<str>>,
 }
 
-/// Where the connection to the remote session stands.
+/// Where the connection to the remote session stands (issue 17: from the NATS client's
+/// own events).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum RemoteConnectionStatus {
-    /// Opening the connection.
+    /// The first attempt to connect is under way.
     Connecting,
     /// Connected.
     Connected,
-    /// The connection dropped; trying again.
+    /// The connection dropped; trying again (lines queue meanwhile).
     Reconnecting,
-    /// Not connected (also: not a remote session).
+    /// Not connected: no attempt has succeeded yet (still trying in the background), the
+    /// client gave up, or this is not a remote session.
     #[default]
     Disconnected,
+}
+
+impl RemoteConnectionStatus {
+    /// The status as a word (`connecting`, `connected`, `reconnecting`, `disconnected`),
+    /// as headless `system/status` lines and the footer say it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Connecting => "connecting",
+            Self::Connected => "connected",
+            Self::Reconnecting => "reconnecting",
+            Self::Disconnected => "disconnected",
+        }
+    }
+}
+
+impl std::fmt::Display for RemoteConnectionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// This process as part of a remote session.
@@ -57,6 +79,9 @@ pub enum RemoteConnectionStatus {
 pub struct RemoteState {
     /// The remote session's page, when this process serves one.
     pub session_url: Option<Arc<str>>,
+    /// The server(s) this session is replicated on (`--remote` or the settings' `remote`
+    /// block); `None`: not a remote session, and the footer shows nothing of it.
+    pub server: Option<Arc<str>>,
     /// The connection's status.
     pub connection_status: RemoteConnectionStatus,
     /// Background tasks the remote side reports as running.

@@ -61,6 +61,12 @@ type FooterSel = Selection<
 >;
 type TodosSel =
     Selection<AppState, strata_state::Todos, fn(&AppState) -> strata_state::Todos, ByValue>;
+type RemoteSel = Selection<
+    AppState,
+    Option<strata_state::RemoteConnectionStatus>,
+    fn(&AppState) -> Option<strata_state::RemoteConnectionStatus>,
+    ByValue,
+>;
 
 /// What the loop should do after an input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +152,7 @@ pub struct App {
     messages: MessagesSel,
     footer_sel: FooterSel,
     todos_sel: TodosSel,
+    remote_sel: RemoteSel,
     footer: FooterData,
     show_todos: bool,
     ctrl_c_at: Option<Instant>,
@@ -191,6 +198,10 @@ fn footer_of(s: &AppState) -> (Option<smol_str::SmolStr>, PermissionMode, bool) 
 fn todos_of(s: &AppState) -> strata_state::Todos {
     s.todos.clone()
 }
+/// The remote's status for the footer: only for a session that has a remote.
+fn remote_of(s: &AppState) -> Option<strata_state::RemoteConnectionStatus> {
+    s.remote.server.as_ref().map(|_| s.remote.connection_status)
+}
 
 impl App {
     /// The app over an open engine. `history` are earlier prompts (newest first) for
@@ -210,6 +221,7 @@ impl App {
         );
         let footer_sel = store.select(footer_of as fn(&AppState) -> _);
         let todos_sel = store.select(todos_of as fn(&AppState) -> _);
+        let remote_sel = store.select(remote_of as fn(&AppState) -> _);
         let tasks_sel = tasks::select_tasks(&store);
         let viewed_sel = tasks::select_viewed(&store);
         let background = crate::tasks_panel::running_count(tasks_sel.value());
@@ -218,6 +230,7 @@ impl App {
             model: engine.model(),
             mode,
             background,
+            remote: *remote_sel.value(),
             ..FooterData::default()
         };
         let cwd = PathBuf::from(engine.init_message().cwd);
@@ -245,6 +258,7 @@ impl App {
             messages,
             footer_sel,
             todos_sel,
+            remote_sel,
             footer,
             show_todos: false,
             ctrl_c_at: None,
@@ -374,6 +388,10 @@ impl App {
             self.footer.model = self.engine.model();
             self.dirty = true;
             self.poke_status();
+        }
+        if self.remote_sel.changed(&store) {
+            self.footer.remote = *self.remote_sel.value();
+            self.dirty = true;
         }
         if self.todos_sel.changed(&store) && self.show_todos {
             self.dirty = true;

@@ -198,12 +198,10 @@ impl App {
                     return (title, Vec::new());
                 };
                 // Rendered again only when the conversation grew or the width changed.
-                let fresh = self
-                    .viewer_cache
-                    .as_ref()
-                    .is_some_and(|c| {
-                        c.width == width && strata_state::same_conversation(&c.messages, &agent.messages)
-                    });
+                let fresh = self.viewer_cache.as_ref().is_some_and(|c| {
+                    c.width == width
+                        && strata_state::same_conversation(&c.messages, &agent.messages)
+                });
                 if !fresh {
                     let msgs: Vec<_> = agent.messages.iter().cloned().collect();
                     let mut lines = crate::history::render(

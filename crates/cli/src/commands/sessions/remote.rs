@@ -1,21 +1,32 @@
 //! `strata sessions list --remote <nats-url>`: the sessions replicated on a NATS server
 //! (issue 17 item 3), read from the `strata_sessions` metadata bucket, most recently
-//! updated first. `strata -r <id> --remote <url>` then resumes one of them here.
+//! updated first, with the credentials and TLS of the settings' `remote` block.
+//! `strata -r <id> --remote <url>` then resumes one of them here.
 
 use serde_json::{Map, Value};
 
 use crate::commands::output;
 use crate::exit::Failure;
 
+/// How long the listing waits for the server.
+const CONNECT_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Lists the remote's sessions as a table, or as a JSON array with `json`.
 pub(crate) fn list(url: &str, json: bool) -> anyhow::Result<()> {
+    let config_dir =
+        strata_config::paths::config_dir().map_err(|e| Failure::usage(e.to_string()))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::failed(format!("cannot read the current directory: {e}")))?;
+    let options = crate::remote::options(&config_dir, &cwd, None, Some(url))?
+        .unwrap_or_else(|| strata_remote::RemoteOptions::from_url(url));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::failed(format!("cannot start the async runtime: {e}")))?;
     let sessions = runtime
         .block_on(async {
-            let connection = strata_remote::RemoteConnection::connect(url, 1).await?;
+            let connection =
+                strata_remote::RemoteConnection::connect(&options, CONNECT_LIMIT).await?;
             strata_remote::list_sessions(&connection).await
         })
         .map_err(|e| Failure::failed(e.to_string()))?;

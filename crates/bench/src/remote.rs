@@ -1,0 +1,310 @@
+//! The `remote` workload (issue 17): what publishing to NATS JetStream costs a turn.
+//!
+//! ```text
+//! cargo run --release -p strata-bench -- remote [--entries N] [--turns N] [--entry-bytes N]
+//! ```
+//!
+//! Needs `nats-server` (Debian's package). The bench starts one with JetStream file
+//! storage on a free loopback port, then runs turns of a real engine (the query loop, the
+//! transcript writer with its fsync at a turn's end, the store; the model played back in
+//! process) two ways:
+//!
+//! - **baseline**: no remote;
+//! - **publishing**: the engine's transcript mirror feeds a `TranscriptPublisher` on that
+//!   server, and 100,000 transcript entries (`--entries`, ~1 KB each, `--entry-bytes`) are
+//!   queued for it at once — a long session caught up, or an outage's backlog — so every
+//!   measured turn runs while they are being published (their own lines queue behind).
+//!
+//! Baseline turns run before and after the publishing phase (the machine's state drifts);
+//! the overhead compares the publishing turns' median with the baselines' median. Printed
+//! as one JSON line: the medians, the overhead (target: at most 5%), how long the 100,000
+//! entries took to be stored, and the stream's message count, checked to hold every
+//! entry and every turn's lines exactly once.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::json;
+use strata_agent::engine::{
+    Engine, EngineHandles, EngineOptions, EventSink, SdkOptions, TranscriptMirror,
+};
+use strata_agent::provider::{EventStream, ModelRequest, Provider, ReplayProvider};
+use strata_protocol::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage};
+use strata_protocol::sdk::SdkMessage;
+use strata_remote::{OutboxLimits, RemoteConnection, RemoteOptions, TranscriptPublisher};
+use tokio_util::sync::CancellationToken;
+
+use crate::measure::median;
+
+/// The issue's target: publishing adds at most this much to a turn.
+const TARGET_OVERHEAD_PCT: f64 = 5.0;
+
+pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
+    let entries = crate::store::flag(args, "--entries")?.unwrap_or(100_000);
+    let turns = crate::store::flag(args, "--turns")?.unwrap_or(200);
+    let entry_bytes = crate::store::flag(args, "--entry-bytes")?.unwrap_or(1_000);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(workload(entries, turns, entry_bytes))
+}
+
+/// `nats-server -js` on a free loopback port; killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server() -> anyhow::Result<Server> {
+    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let dir = tempfile::tempdir()?;
+    let child = Command::new("nats-server")
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start nats-server (apt-get install nats-server)")?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        anyhow::ensure!(Instant::now() < deadline, "nats-server did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(Server {
+        child,
+        url: format!("nats://127.0.0.1:{port}"),
+        _dir: dir,
+    })
+}
+
+async fn workload(entries: usize, turns: usize, entry_bytes: usize) -> anyhow::Result<()> {
+    let server = start_server()?;
+    let connection = RemoteConnection::connect(
+        &RemoteOptions::from_url(&server.url),
+        Duration::from_secs(10),
+    )
+    .await?;
+    let dir = tempfile::tempdir()?;
+    let warmup = (turns / 4).max(10);
+
+    // Every phase is a fresh engine through the same turns, so the conversation (which
+    // each request is built from) is as long in one as in the other.
+    let mut baseline = baseline_phase(dir.path(), "baseline-before", warmup, turns).await?;
+
+    let publisher = Arc::new(TranscriptPublisher::spawn_with(
+        connection.clone(),
+        OutboxLimits::default(),
+        true,
+        &tokio::runtime::Handle::current(),
+    ));
+    let engine = open(
+        dir.path(),
+        "publishing",
+        Some(Arc::new(Mirror(Arc::clone(&publisher)))),
+    )
+    .await?;
+    let session = engine.session_id();
+    let transcript = engine.transcript_path();
+    publisher.attach(
+        &session,
+        &transcript,
+        &dir.path().join("publishing-session"),
+    );
+    time_turns(&engine, warmup).await?;
+    assert_drained(&publisher).await?;
+
+    // The backlog: queued at once, published while the turns run.
+    let filler = "x".repeat(entry_bytes.saturating_sub(120));
+    let queued_at = Instant::now();
+    for i in 0..entries {
+        let id = uuid::Uuid::new_v4().to_string();
+        let line = format!(
+            r#"{{"type":"assistant","uuid":"{id}","n":{i},"message":{{"content":[{{"type":"text","text":"{filler}"}}]}}}}"#
+        );
+        publisher.publish(&session, &id, &line);
+    }
+    let queue_ms = queued_at.elapsed().as_secs_f64() * 1e3;
+    let mut publishing = time_turns(&engine, turns).await?;
+    // Every measured turn ran while the backlog was being published.
+    let overlapped = publisher.stats().pending > 0;
+    assert_drained(&publisher).await?;
+    let published_s = queued_at.elapsed().as_secs_f64();
+    engine.close().await?;
+
+    baseline.extend(baseline_phase(dir.path(), "baseline-after", warmup, turns).await?);
+
+    let base_ms = median(&mut baseline).unwrap_or(0.0);
+    let pub_ms = median(&mut publishing).unwrap_or(0.0);
+    let overhead = if base_ms > 0.0 {
+        (pub_ms / base_ms - 1.0) * 100.0
+    } else {
+        0.0
+    };
+    let lines = std::fs::read_to_string(&transcript)?.lines().count() as u64;
+    let mut stream = connection.ready().await.stream;
+    let stored = stream.info().await?.state.messages;
+    let round = |v: f64| (v * 1000.0).round() / 1000.0;
+    println!(
+        "{}",
+        json!({
+            "workload": "remote",
+            "entries": entries,
+            "entry_bytes": entry_bytes,
+            "baseline_turns": baseline.len(),
+            "baseline_turn_ms": round(base_ms),
+            "publishing_turns": publishing.len(),
+            "backlog_outlasted_the_turns": overlapped,
+            "publishing_turn_ms": round(pub_ms),
+            "overhead_pct": (overhead * 10.0).round() / 10.0,
+            "target_overhead_pct": TARGET_OVERHEAD_PCT,
+            "within_target": overhead <= TARGET_OVERHEAD_PCT,
+            "queue_ms": round(queue_ms),
+            "published_seconds": (published_s * 100.0).round() / 100.0,
+            "entries_per_second": (entries as f64 / published_s).round(),
+            "stream_messages": stored,
+            "expected_messages": entries as u64 + lines,
+        })
+    );
+    anyhow::ensure!(
+        stored == entries as u64 + lines,
+        "the stream holds {stored} messages, expected {} (every entry and transcript line once)",
+        entries as u64 + lines
+    );
+    anyhow::ensure!(
+        overlapped,
+        "the backlog was published before the turns ended: give more --entries or fewer --turns"
+    );
+    Ok(())
+}
+
+/// A fresh engine without the remote: `warmup` turns, then `turns` timed ones.
+async fn baseline_phase(
+    root: &Path,
+    name: &str,
+    warmup: usize,
+    turns: usize,
+) -> anyhow::Result<Vec<f64>> {
+    let engine = open(root, name, None).await?;
+    time_turns(&engine, warmup).await?;
+    let times = time_turns(&engine, turns).await?;
+    engine.close().await?;
+    Ok(times)
+}
+
+async fn assert_drained(publisher: &TranscriptPublisher) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        publisher.flush(Duration::from_secs(600)).await,
+        "the publisher did not drain: {:?}",
+        publisher.stats()
+    );
+    Ok(())
+}
+
+async fn open(
+    root: &Path,
+    name: &str,
+    mirror: Option<Arc<dyn TranscriptMirror>>,
+) -> anyhow::Result<Engine> {
+    let project = root.join(name);
+    std::fs::create_dir_all(project.join(".git"))?;
+    Ok(Engine::open(EngineOptions {
+        cwd: project,
+        config_dir: root.join(format!("{name}-config")),
+        handles: EngineHandles::private(),
+        provider: Arc::new(Answer),
+        model: Some("bench-model".into()),
+        permission: Default::default(),
+        settings_flag: None,
+        resume: None,
+        fork_session: false,
+        max_turns: None,
+        interactive: false,
+        verbose: false,
+        prompter: None,
+        events: Arc::new(Quiet),
+        system_prompt: None,
+        append_system_prompt: None,
+        mcp_config: Vec::new(),
+        strict_mcp_config: false,
+        max_thinking_tokens: None,
+        sdk: SdkOptions {
+            transcript_mirror: mirror,
+            ..SdkOptions::default()
+        },
+    })
+    .await?)
+}
+
+/// Runs `n` turns, each timed from the prompt to its result.
+async fn time_turns(engine: &Engine, n: usize) -> anyhow::Result<Vec<f64>> {
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = Instant::now();
+        let result = engine
+            .run_prompt(
+                Message::user_text(format!("turn {i}: say ok")),
+                CancellationToken::new(),
+            )
+            .await;
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+        anyhow::ensure!(!result.is_error, "a turn failed: {:?}", result.errors);
+    }
+    Ok(times)
+}
+
+/// Every line the engine writes, to the publisher (the binary's mirror does the same).
+struct Mirror(Arc<TranscriptPublisher>);
+
+impl TranscriptMirror for Mirror {
+    fn line(&self, session_id: &str, uuid: Option<&str>, json: &str) {
+        let id = uuid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
+        self.0.publish(session_id, &id, json);
+    }
+}
+
+/// The model answers "ok".
+#[derive(Debug)]
+struct Answer;
+
+impl Provider for Answer {
+    fn name(&self) -> &'static str {
+        "replay"
+    }
+
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> EventStream {
+        let message = AssistantMessage {
+            model: "bench-model".into(),
+            id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
+            content: vec![ContentBlock::text("ok")],
+            stop_reason: Some(StopReason::EndTurn),
+            stop_sequence: None,
+            usage: Usage {
+                input_tokens: 100,
+                output_tokens: 2,
+                ..Usage::default()
+            },
+            extra: Default::default(),
+        };
+        ReplayProvider::from_messages("bench", vec![message]).stream(request, cancel)
+    }
+}
+
+/// The stream goes nowhere.
+struct Quiet;
+
+impl EventSink for Quiet {
+    fn emit(&self, _message: SdkMessage) {}
+}

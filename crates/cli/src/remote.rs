@@ -1,0 +1,349 @@
+//! Remote sessions (issue 17): `--remote <nats-url>` and the settings' `remote` block,
+//! wired into a headless or interactive session.
+//!
+//! Thin wiring of `strata-remote` into the session; what the remote does lives there.
+//!
+//! - [`options`]: the `remote` block (user, `--settings` and managed settings only; a bad
+//!   block is an error naming file, line and column), `--remote` overriding its URL;
+//! - [`Link`]: one connection per process, made in the background: a server that is down
+//!   or slow never delays the session or a turn;
+//! - [`SessionLink`]: one per open session — every transcript line goes through the
+//!   engine's `TranscriptMirror` into an outbox (memory, then the session's
+//!   `remote-outbox.jsonl` past the bound) and is published in order when the server is
+//!   there; the metadata document is kept by the FX-1 port (latest wins, written again
+//!   after a reconnect) and watched (FX-7, through the one mode gate); the connection's
+//!   status goes into the app state (`remote.connection_status`, which the UI footer shows)
+//!   and to a reporter (headless `system/status` lines); a resumed session first catches
+//!   the stream up with its transcript, a crashed run's spill file included;
+//! - `-r <id> --remote` on a machine without the session rebuilds its transcript from
+//!   the stream, line for line, before the engine resumes it ([`Link::rebuild`]).
+//!
+//! Local files stay the source of truth: at the end of a session whose lines could not
+//! all be published, they are left in the spill file and published when the session is
+//! resumed with the remote.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use strata_agent::engine::{Engine, TranscriptMirror};
+use strata_config::{SettingsLocations, remote_config};
+use strata_remote::{
+    ConnectionState, KvMetadataPort, OwnKeyWatch, RemoteConnection, RemoteOptions, TlsOptions,
+    TranscriptPublisher, fetch_lines,
+};
+use strata_session::layout::SessionLayout;
+use strata_session::writer::TranscriptWriter;
+use strata_state::{RemoteConnectionStatus, SessionExternalMetadata, SessionMetadataPatch};
+
+use crate::exit::Failure;
+use crate::headless::warn;
+
+/// How long the end of a session waits for the last lines to be stored.
+const FLUSH_LIMIT: Duration = Duration::from_secs(10);
+
+/// How long `-r <id> --remote` waits for the server to rebuild a session from it.
+const REBUILD_LIMIT: Duration = Duration::from_secs(10);
+
+/// How long a session that starts while the server is already there waits for its
+/// metadata document, to start in the mode it holds (FX-7).
+const RESTORE_LIMIT: Duration = Duration::from_secs(2);
+
+/// The remote this run uses: `--remote` (`flag`) or the settings' `remote` block, with
+/// the block's credentials and TLS either way. `None`: not a remote session.
+pub(crate) fn options(
+    config_dir: &Path,
+    cwd: &Path,
+    settings_flag: Option<&str>,
+    flag: Option<&str>,
+) -> Result<Option<RemoteOptions>, Failure> {
+    let mut locations =
+        SettingsLocations::new(config_dir, &strata_config::paths::project_root(cwd));
+    if let Some(arg) = settings_flag {
+        locations = locations.with_flag(strata_config::FlagSettings::from_arg(arg));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let (config, warnings) =
+        remote_config(&locations, home.as_deref()).map_err(|e| Failure::usage(e.to_string()))?;
+    for warning in warnings {
+        warn(format_args!("{warning}"));
+    }
+    let config = config.unwrap_or_default();
+    let Some(url) = flag.map(str::to_owned).or(config.url) else {
+        return Ok(None);
+    };
+    let mut options = RemoteOptions::from_url(&url);
+    options.credentials_file = config.credentials_file;
+    options.tls = TlsOptions {
+        required: config.tls.required,
+        ca_file: config.tls.ca_file,
+        client_cert: config.tls.client_cert,
+    };
+    Ok(Some(options))
+}
+
+/// The process's connection to the remote.
+pub(crate) struct Link {
+    connection: RemoteConnection,
+}
+
+impl Link {
+    /// Starts connecting (in the background). Fails only for options that cannot work:
+    /// a URL that is not one, a credentials or certificate file that cannot be read.
+    pub(crate) async fn start(options: &RemoteOptions) -> Result<Self, Failure> {
+        let connection = RemoteConnection::start(options)
+            .await
+            .map_err(|e| Failure::usage(format!("--remote: {e}")))?;
+        Ok(Self { connection })
+    }
+
+    /// A link for the next session this process opens.
+    pub(crate) fn session(&self) -> SessionLink {
+        SessionLink {
+            connection: self.connection.clone(),
+            publisher: Arc::new(TranscriptPublisher::spawn_with(
+                self.connection.clone(),
+                strata_remote::OutboxLimits::default(),
+                true,
+                &tokio::runtime::Handle::current(),
+            )),
+            attached: None,
+        }
+    }
+
+    /// `-r <id> --remote`: when this machine has no transcript for `id`, rebuilds it
+    /// from the stream (the lines as published, in order). Nothing on either side: an
+    /// error naming both places.
+    pub(crate) async fn rebuild(
+        &self,
+        config_dir: &Path,
+        cwd: &Path,
+        id: &str,
+    ) -> Result<(), Failure> {
+        let project_root = strata_config::paths::project_root(cwd);
+        if strata_session::resume::resolve(config_dir, &project_root, id).is_ok() {
+            return Ok(());
+        }
+        if tokio::time::timeout(REBUILD_LIMIT, self.connection.ready())
+            .await
+            .is_err()
+        {
+            let state = self.connection.state().borrow().clone();
+            return Err(Failure::failed(format!(
+                "no session {id} here, and the remote {} cannot be reached to rebuild it \
+                 ({})",
+                self.connection.describe(),
+                state.error.as_deref().unwrap_or("no answer")
+            )));
+        }
+        let lines = fetch_lines(&self.connection, id)
+            .await
+            .map_err(|e| Failure::failed(e.to_string()))?;
+        if lines.is_empty() {
+            return Err(Failure::failed(format!(
+                "no session {id} here nor on the remote (its stream has no line of it)"
+            )));
+        }
+        let layout = SessionLayout::new(config_dir, &project_root, id);
+        let path = layout.transcript();
+        let written = tokio::task::spawn_blocking(move || {
+            let writer = TranscriptWriter::open(&path)?;
+            for line in &lines {
+                let starts = serde_json::from_str::<Value>(line).is_ok_and(|v| {
+                    matches!(
+                        v.get("type").and_then(Value::as_str),
+                        Some("user" | "assistant")
+                    )
+                });
+                writer.append_raw_line(line, starts)?;
+            }
+            writer.close()
+        })
+        .await
+        .map_err(|e| Failure::failed(format!("rebuilding the session failed: {e}")))?;
+        written.map_err(|e| Failure::failed(format!("rebuilding session {id}: {e}")))
+    }
+}
+
+/// Told of every change of the connection's state (headless: a `system/status` line).
+pub(crate) type Reporter = Arc<dyn Fn(&ConnectionState) + Send + Sync>;
+
+/// One session's side of the remote.
+pub(crate) struct SessionLink {
+    connection: RemoteConnection,
+    publisher: Arc<TranscriptPublisher>,
+    attached: Option<Attached>,
+}
+
+struct Attached {
+    port: Arc<KvMetadataPort>,
+    _watch: OwnKeyWatch,
+    status: Option<tokio::task::JoinHandle<()>>,
+    spill: PathBuf,
+}
+
+impl SessionLink {
+    /// The engine's mirror: every transcript line to the outbox.
+    pub(crate) fn mirror(&self) -> Arc<dyn TranscriptMirror> {
+        Arc::new(Mirror(Arc::clone(&self.publisher)))
+    }
+
+    /// Attaches the open session: the metadata (restored from the remote when it is
+    /// there already and has a document), the FX-1 port, the watch of its own key, and
+    /// publishing (after the catch-up). The status follows with [`SessionLink::follow`].
+    pub(crate) async fn attach(&mut self, engine: &Engine, config_dir: &Path) {
+        let session = engine.session_id();
+        let store = engine.app_store().clone();
+        // The server is already there (a session rebuilt from it, or a fast start): a
+        // document made elsewhere wins over this process's start-up mode (FX-7), before
+        // anything is shown. Otherwise the watch applies it once connected.
+        if let Some(bound) = self.connection.bound()
+            && let Ok(Ok(Some(bytes))) =
+                tokio::time::timeout(RESTORE_LIMIT, bound.bucket.get(&session)).await
+        {
+            match serde_json::from_slice::<SessionExternalMetadata>(&bytes) {
+                Ok(doc) => {
+                    store.apply_external_metadata(&doc);
+                }
+                Err(e) => warn(format_args!(
+                    "the remote metadata of session {session} is not a JSON object ({e}); \
+                     it is replaced"
+                )),
+            }
+        }
+        let mut fields = Map::new();
+        fields.insert("cwd".into(), Value::from(engine.init_message().cwd));
+        fields.insert("model".into(), Value::from(engine.model()));
+        fields.insert("status".into(), Value::from("active"));
+        let initial = SessionMetadataPatch {
+            permission_mode: store.store().get().tool_permission_context.mode.external(),
+            is_ultraplan_mode: None,
+        };
+        let port = Arc::new(KvMetadataPort::spawn_for_session(
+            self.connection.clone(),
+            session.clone(),
+            fields,
+            initial,
+            &tokio::runtime::Handle::current(),
+        ));
+        store.effects().set_remote(Some(Arc::clone(&port) as _));
+        let watch = port.watch_own_key(store.clone());
+        let transcript = engine.transcript_path();
+        let session_dir = SessionLayout::from_transcript_path(config_dir, &transcript).map_or_else(
+            || transcript.with_extension(""),
+            |layout| layout.session_dir(),
+        );
+        self.publisher.attach(&session, &transcript, &session_dir);
+        self.attached = Some(Attached {
+            port,
+            _watch: watch,
+            status: None,
+            spill: strata_remote::spill_path(&session_dir),
+        });
+    }
+
+    /// Keeps the app state's `remote` domain on the connection's state from now on, and
+    /// tells `report` of every change (the current state first). Started once the
+    /// client has been told the session started (`system/init` comes first).
+    pub(crate) fn follow(&mut self, engine: &Engine, report: Reporter) {
+        if let Some(attached) = &mut self.attached {
+            attached.status = Some(tokio::spawn(follow_status(
+                self.connection.clone(),
+                engine.app_store().clone(),
+                report,
+            )));
+        }
+    }
+
+    /// The end of the session: the document marked ended, the last lines stored — or,
+    /// when the server is away, left in the spill file for the next resume.
+    pub(crate) async fn finish(self) {
+        let deadline = Instant::now() + FLUSH_LIMIT;
+        let left = || deadline.saturating_duration_since(Instant::now());
+        if let Some(attached) = &self.attached {
+            attached.port.set_field("status", Value::from("ended"));
+        }
+        // A first attempt still under way (a session shorter than a connect) gets the
+        // time it needs; a server known to be away gets none.
+        let mut state = self.connection.state();
+        let _ = tokio::time::timeout(
+            left(),
+            state.wait_for(|s| s.status != RemoteConnectionStatus::Connecting),
+        )
+        .await;
+        let status = state.borrow().status;
+        if status == RemoteConnectionStatus::Connected {
+            self.publisher.flush(left()).await;
+            if let Some(attached) = &self.attached {
+                attached.port.flush(left()).await;
+            }
+        }
+        let pending = self.publisher.stats().pending;
+        if let Some(attached) = &self.attached {
+            if let Some(status) = &attached.status {
+                status.abort();
+            }
+            if pending > 0 {
+                match self.publisher.persist() {
+                    Ok(0) => {}
+                    Ok(n) => warn(format_args!(
+                        "{n} transcript line(s) did not reach the remote {} ({status}: the \
+                         session runs locally); they are kept in {} and published when this \
+                         session is resumed with the remote",
+                        self.connection.describe(),
+                        attached.spill.display()
+                    )),
+                    Err(e) => warn(format_args!(
+                        "{pending} transcript line(s) did not reach the remote and could not \
+                         be kept in {} ({e}); the local transcript has them",
+                        attached.spill.display()
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// Keeps the app state's `remote` domain on the connection's state and tells `report`.
+async fn follow_status(
+    connection: RemoteConnection,
+    store: strata_state::AppStore,
+    report: Reporter,
+) {
+    let server: Arc<str> = connection.describe().into();
+    let mut state = connection.state();
+    let mut told = None;
+    loop {
+        let now = state.borrow_and_update().clone();
+        let _ = store.store().update(|s| {
+            if s.remote.server.as_deref() != Some(&*server) {
+                s.remote.server = Some(Arc::clone(&server));
+            }
+            if s.remote.connection_status != now.status {
+                s.remote.connection_status = now.status;
+            }
+        });
+        // The state also changes when only its error does: told once per status.
+        if told != Some(now.status) {
+            told = Some(now.status);
+            report(&now);
+        }
+        if state.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The engine's [`TranscriptMirror`] over the publisher.
+struct Mirror(Arc<TranscriptPublisher>);
+
+impl TranscriptMirror for Mirror {
+    fn line(&self, session_id: &str, uuid: Option<&str>, json: &str) {
+        // A line without a uuid of its own (metadata) gets one now: the id only has to
+        // stay the same across retries of the line, which the outbox (and its spill
+        // file) keeps.
+        let id = uuid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
+        self.0.publish(session_id, &id, json);
+    }
+}
