@@ -42,8 +42,8 @@ mod watch;
 
 pub use catch_up::REPLAY_FILE;
 pub use connection::{
-    BUCKET, Bound, ConnectionState, RemoteConnection, RemoteError, RemoteOptions, STREAM,
-    TlsOptions,
+    BUCKET, Bound, ConnectionState, RemoteConnection, RemoteError, RemoteOptions, RemoteRuntime,
+    STREAM, TlsOptions,
 };
 pub use outbox::{Entry, Outbox, OutboxLimits, OutboxStats, SPILL_FILE, read_spill_file};
 pub use port::{Desired, KvMetadataPort, UPDATED_AT, WRITTEN_BY, merged_document, write_metadata};
