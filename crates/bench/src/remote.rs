@@ -1,7 +1,7 @@
 //! The `remote` workload (issue 17): what publishing to NATS JetStream costs a turn.
 //!
 //! ```text
-//! cargo run --release -p strata-bench -- remote [--entries N] [--turns N] [--entry-bytes N]
+//! cargo run --release -p strata-bench -- remote [--entries N] [--blocks N] [--turns N] [--entry-bytes N]
 //! ```
 //!
 //! Needs `nats-server` (Debian's package). The bench starts one with JetStream file
@@ -11,15 +11,21 @@
 //!
 //! - **baseline**: no remote;
 //! - **publishing**: the engine's transcript mirror feeds a `TranscriptPublisher` on that
-//!   server, and 100,000 transcript entries (`--entries`, ~1 KB each, `--entry-bytes`) are
-//!   queued for it at once — a long session caught up, or an outage's backlog — so every
-//!   measured turn runs while they are being published (their own lines queue behind).
+//!   server (on the remote's own runtime thread, as in the binary), with 100,000
+//!   transcript entries (`--entries`, ~1 KB each, `--entry-bytes`) to publish — a long
+//!   session caught up, or an outage's backlog — queued in shares (their own lines queue
+//!   behind).
 //!
-//! Baseline turns run before and after the publishing phase (the machine's state drifts);
-//! the overhead compares the publishing turns' median with the baselines' median. Printed
-//! as one JSON line: the medians, the overhead (target: at most 5%), how long the 100,000
-//! entries took to be stored, and the stream's message count, checked to hold every
-//! entry and every turn's lines exactly once.
+//! The two alternate in blocks (`--blocks`, 10 by default; `--turns` per block): turns
+//! without the remote, then as many with it while the block's share of the 100,000
+//! entries is being published (checked: still publishing when the block's turns end).
+//! Both engines' conversations grow alike, and whatever else the machine does falls on
+//! both sides. The NATS server runs at the lowest priority (`nice -n 19`): in use it is
+//! another machine, and what is measured is what publishing costs this one — the
+//! remote's own runtime thread is not lowered. Printed as one JSON line: the medians, the
+//! overhead of the medians (target: at most 5%) and the median of the blocks' overheads,
+//! how fast the entries were stored, and the stream's message count, checked to hold
+//! every entry and every turn's lines exactly once.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -35,7 +41,9 @@ use strata_agent::engine::{
 use strata_agent::provider::{EventStream, ModelRequest, Provider, ReplayProvider};
 use strata_protocol::message::{AssistantMessage, ContentBlock, Message, StopReason, Usage};
 use strata_protocol::sdk::SdkMessage;
-use strata_remote::{OutboxLimits, RemoteConnection, RemoteOptions, TranscriptPublisher};
+use strata_remote::{
+    OutboxLimits, RemoteConnection, RemoteOptions, RemoteRuntime, TranscriptPublisher,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::measure::median;
@@ -45,13 +53,14 @@ const TARGET_OVERHEAD_PCT: f64 = 5.0;
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let entries = crate::store::flag(args, "--entries")?.unwrap_or(100_000);
-    let turns = crate::store::flag(args, "--turns")?.unwrap_or(200);
+    let turns = crate::store::flag(args, "--turns")?.unwrap_or(100);
+    let blocks = crate::store::flag(args, "--blocks")?.unwrap_or(10).max(1);
     let entry_bytes = crate::store::flag(args, "--entry-bytes")?.unwrap_or(1_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(workload(entries, turns, entry_bytes))
+    runtime.block_on(workload(entries, turns, blocks, entry_bytes))
 }
 
 /// `nats-server -js` on a free loopback port; killed when dropped.
@@ -71,7 +80,10 @@ impl Drop for Server {
 fn start_server() -> anyhow::Result<Server> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let dir = tempfile::tempdir()?;
-    let child = Command::new("nats-server")
+    // The server runs at the lowest priority: in use it is another machine, and what is
+    // measured is what publishing costs this one.
+    let child = Command::new("nice")
+        .args(["-n", "19", "nats-server"])
         .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
         .arg(dir.path())
         .stdout(Stdio::null())
@@ -90,25 +102,30 @@ fn start_server() -> anyhow::Result<Server> {
     })
 }
 
-async fn workload(entries: usize, turns: usize, entry_bytes: usize) -> anyhow::Result<()> {
+async fn workload(
+    entries: usize,
+    turns: usize,
+    blocks: usize,
+    entry_bytes: usize,
+) -> anyhow::Result<()> {
     let server = start_server()?;
-    let connection = RemoteConnection::connect(
+    // As the binary does: the remote's work on a runtime of its own.
+    let remote_runtime = RemoteRuntime::new()?;
+    let connection = RemoteConnection::start_on(
         &RemoteOptions::from_url(&server.url),
-        Duration::from_secs(10),
+        remote_runtime.handle(),
     )
     .await?;
+    tokio::time::timeout(Duration::from_secs(10), connection.ready())
+        .await
+        .context("nats-server did not answer")?;
     let dir = tempfile::tempdir()?;
-    let warmup = (turns / 4).max(10);
-
-    // Every phase is a fresh engine through the same turns, so the conversation (which
-    // each request is built from) is as long in one as in the other.
-    let mut baseline = baseline_phase(dir.path(), "baseline-before", warmup, turns).await?;
-
+    let baseline_engine = open(dir.path(), "baseline", None).await?;
     let publisher = Arc::new(TranscriptPublisher::spawn_with(
         connection.clone(),
         OutboxLimits::default(),
         true,
-        &tokio::runtime::Handle::current(),
+        remote_runtime.handle(),
     ));
     let engine = open(
         dir.path(),
@@ -123,28 +140,43 @@ async fn workload(entries: usize, turns: usize, entry_bytes: usize) -> anyhow::R
         &transcript,
         &dir.path().join("publishing-session"),
     );
+    // Warm-up: code, caches, transcript files and the connection in their steady state.
+    let warmup = turns.max(10);
+    time_turns(&baseline_engine, warmup).await?;
     time_turns(&engine, warmup).await?;
     assert_drained(&publisher).await?;
 
-    // The backlog: queued at once, published while the turns run.
+    // Blocks alternate: turns without the remote, then the same number of turns while a
+    // share of the backlog is being published. Both engines' conversations grow alike,
+    // and the machine's drift (other work on it) falls on both sides.
     let filler = "x".repeat(entry_bytes.saturating_sub(120));
-    let queued_at = Instant::now();
-    for i in 0..entries {
-        let id = uuid::Uuid::new_v4().to_string();
-        let line = format!(
-            r#"{{"type":"assistant","uuid":"{id}","n":{i},"message":{{"content":[{{"type":"text","text":"{filler}"}}]}}}}"#
-        );
-        publisher.publish(&session, &id, &line);
+    let per_block = entries.div_ceil(blocks);
+    let (mut baseline, mut publishing) = (Vec::new(), Vec::new());
+    let mut block_overheads = Vec::new();
+    let mut publish_seconds = 0.0;
+    let mut outlasted = true;
+    let mut queued = 0;
+    for _ in 0..blocks {
+        let mut base = time_turns(&baseline_engine, turns).await?;
+        let started = Instant::now();
+        for _ in 0..per_block.min(entries - queued) {
+            let id = uuid::Uuid::new_v4().to_string();
+            let line = format!(
+                r#"{{"type":"assistant","uuid":"{id}","n":{queued},"message":{{"content":[{{"type":"text","text":"{filler}"}}]}}}}"#
+            );
+            publisher.publish(&session, &id, &line);
+            queued += 1;
+        }
+        let mut during = time_turns(&engine, turns).await?;
+        outlasted &= publisher.stats().pending > 0;
+        assert_drained(&publisher).await?;
+        publish_seconds += started.elapsed().as_secs_f64();
+        if let (Some(b), Some(p)) = (median(&mut base), median(&mut during)) {
+            block_overheads.push((p / b - 1.0) * 100.0);
+        }
+        baseline.extend(base);
+        publishing.extend(during);
     }
-    let queue_ms = queued_at.elapsed().as_secs_f64() * 1e3;
-    let mut publishing = time_turns(&engine, turns).await?;
-    // Every measured turn ran while the backlog was being published.
-    let overlapped = publisher.stats().pending > 0;
-    assert_drained(&publisher).await?;
-    let published_s = queued_at.elapsed().as_secs_f64();
-    engine.close().await?;
-
-    baseline.extend(baseline_phase(dir.path(), "baseline-after", warmup, turns).await?);
 
     let base_ms = median(&mut baseline).unwrap_or(0.0);
     let pub_ms = median(&mut publishing).unwrap_or(0.0);
@@ -153,27 +185,29 @@ async fn workload(entries: usize, turns: usize, entry_bytes: usize) -> anyhow::R
     } else {
         0.0
     };
+    let block_median = median(&mut block_overheads).unwrap_or(0.0);
     let lines = std::fs::read_to_string(&transcript)?.lines().count() as u64;
     let mut stream = connection.ready().await.stream;
     let stored = stream.info().await?.state.messages;
     let round = |v: f64| (v * 1000.0).round() / 1000.0;
+    let tenth = |v: f64| (v * 10.0).round() / 10.0;
     println!(
         "{}",
         json!({
             "workload": "remote",
             "entries": entries,
             "entry_bytes": entry_bytes,
-            "baseline_turns": baseline.len(),
+            "blocks": blocks,
+            "turns_per_block": turns,
             "baseline_turn_ms": round(base_ms),
-            "publishing_turns": publishing.len(),
-            "backlog_outlasted_the_turns": overlapped,
             "publishing_turn_ms": round(pub_ms),
-            "overhead_pct": (overhead * 10.0).round() / 10.0,
+            "overhead_pct": tenth(overhead),
+            "block_overhead_median_pct": tenth(block_median),
             "target_overhead_pct": TARGET_OVERHEAD_PCT,
             "within_target": overhead <= TARGET_OVERHEAD_PCT,
-            "queue_ms": round(queue_ms),
-            "published_seconds": (published_s * 100.0).round() / 100.0,
-            "entries_per_second": (entries as f64 / published_s).round(),
+            "backlog_outlasted_the_turns": outlasted,
+            "published_seconds": tenth(publish_seconds),
+            "entries_per_second": (entries as f64 / publish_seconds).round(),
             "stream_messages": stored,
             "expected_messages": entries as u64 + lines,
         })
@@ -184,24 +218,13 @@ async fn workload(entries: usize, turns: usize, entry_bytes: usize) -> anyhow::R
         entries as u64 + lines
     );
     anyhow::ensure!(
-        overlapped,
-        "the backlog was published before the turns ended: give more --entries or fewer --turns"
+        outlasted,
+        "a block's share of the backlog was published before its turns ended: give more \
+         --entries or fewer --turns"
     );
-    Ok(())
-}
-
-/// A fresh engine without the remote: `warmup` turns, then `turns` timed ones.
-async fn baseline_phase(
-    root: &Path,
-    name: &str,
-    warmup: usize,
-    turns: usize,
-) -> anyhow::Result<Vec<f64>> {
-    let engine = open(root, name, None).await?;
-    time_turns(&engine, warmup).await?;
-    let times = time_turns(&engine, turns).await?;
     engine.close().await?;
-    Ok(times)
+    baseline_engine.close().await?;
+    Ok(())
 }
 
 async fn assert_drained(publisher: &TranscriptPublisher) -> anyhow::Result<()> {

@@ -30,8 +30,8 @@ use serde_json::{Map, Value};
 use strata_agent::engine::{Engine, TranscriptMirror};
 use strata_config::{SettingsLocations, remote_config};
 use strata_remote::{
-    ConnectionState, KvMetadataPort, OwnKeyWatch, RemoteConnection, RemoteOptions, TlsOptions,
-    TranscriptPublisher, fetch_lines,
+    ConnectionState, KvMetadataPort, OwnKeyWatch, RemoteConnection, RemoteOptions, RemoteRuntime,
+    TlsOptions, TranscriptPublisher, fetch_lines,
 };
 use strata_session::layout::SessionLayout;
 use strata_session::writer::TranscriptWriter;
@@ -83,19 +83,27 @@ pub(crate) fn options(
     Ok(Some(options))
 }
 
-/// The process's connection to the remote.
+/// The process's connection to the remote, on a runtime of its own.
 pub(crate) struct Link {
     connection: RemoteConnection,
+    runtime: Arc<RemoteRuntime>,
 }
 
 impl Link {
     /// Starts connecting (in the background). Fails only for options that cannot work:
     /// a URL that is not one, a credentials or certificate file that cannot be read.
     pub(crate) async fn start(options: &RemoteOptions) -> Result<Self, Failure> {
-        let connection = RemoteConnection::start(options)
+        let runtime = Arc::new(
+            RemoteRuntime::new()
+                .map_err(|e| Failure::failed(format!("cannot start the remote's runtime: {e}")))?,
+        );
+        let connection = RemoteConnection::start_on(options, runtime.handle())
             .await
             .map_err(|e| Failure::usage(format!("--remote: {e}")))?;
-        Ok(Self { connection })
+        Ok(Self {
+            connection,
+            runtime,
+        })
     }
 
     /// A link for the next session this process opens.
@@ -106,8 +114,9 @@ impl Link {
                 self.connection.clone(),
                 strata_remote::OutboxLimits::default(),
                 true,
-                &tokio::runtime::Handle::current(),
+                self.runtime.handle(),
             )),
+            runtime: Arc::clone(&self.runtime),
             attached: None,
         }
     }
@@ -173,6 +182,7 @@ pub(crate) type Reporter = Arc<dyn Fn(&ConnectionState) + Send + Sync>;
 pub(crate) struct SessionLink {
     connection: RemoteConnection,
     publisher: Arc<TranscriptPublisher>,
+    runtime: Arc<RemoteRuntime>,
     attached: Option<Attached>,
 }
 
@@ -225,7 +235,7 @@ impl SessionLink {
             session.clone(),
             fields,
             initial,
-            &tokio::runtime::Handle::current(),
+            self.runtime.handle(),
         ));
         store.effects().set_remote(Some(Arc::clone(&port) as _));
         let watch = port.watch_own_key(store.clone());

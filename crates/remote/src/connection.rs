@@ -164,6 +164,8 @@ pub struct Bound {
 
 struct Inner {
     client: async_nats::Client,
+    /// Where the connection's tasks run (the port's, the watch's, the publisher's too).
+    runtime: tokio::runtime::Handle,
     state: watch::Receiver<ConnectionState>,
     bound: watch::Receiver<Option<Bound>>,
     describe: String,
@@ -180,6 +182,43 @@ impl Drop for Inner {
 #[derive(Clone)]
 pub struct RemoteConnection {
     inner: Arc<Inner>,
+}
+
+/// A runtime of the remote's own: one worker thread (`strata-remote`) for the client,
+/// the publisher, the metadata port and the watch, so publishing a backlog never takes
+/// a worker from the session's turns.
+pub struct RemoteRuntime {
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+}
+
+impl RemoteRuntime {
+    /// Starts the runtime's thread.
+    pub fn new() -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("strata-remote")
+            .enable_all()
+            .build()?;
+        Ok(Self {
+            handle: runtime.handle().clone(),
+            runtime: Some(runtime),
+        })
+    }
+
+    /// Where to spawn.
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        &self.handle
+    }
+}
+
+impl Drop for RemoteRuntime {
+    fn drop(&mut self) {
+        // Dropping a runtime may happen inside another one's task: never block there.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// The reconnect back-off: 0, 100, 200, 400 ms … up to 2 s between attempts.
@@ -288,12 +327,34 @@ impl RemoteConnection {
         Ok(Self {
             inner: Arc::new(Inner {
                 client,
+                runtime: tokio::runtime::Handle::current(),
                 state,
                 bound,
                 describe,
                 binder,
             }),
         })
+    }
+
+    /// [`RemoteConnection::start`] on `runtime` (a [`RemoteRuntime`]'s): the client's
+    /// tasks run there, away from the session's.
+    pub async fn start_on(
+        options: &RemoteOptions,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<Self, RemoteError> {
+        let options = options.clone();
+        runtime
+            .spawn(async move { Self::start(&options).await })
+            .await
+            .map_err(|error| RemoteError::Connect {
+                url: String::new(),
+                message: format!("the remote's runtime stopped: {error}"),
+            })?
+    }
+
+    /// The runtime the connection's tasks run on.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.inner.runtime
     }
 
     /// Connects and waits until the bucket and stream are bound, for at most `limit`:

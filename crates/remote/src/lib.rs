@@ -48,8 +48,8 @@ mod watch;
 
 pub use catch_up::REPLAY_FILE;
 pub use connection::{
-    BUCKET, Bound, ConnectionState, RemoteConnection, RemoteError, RemoteOptions, STREAM,
-    TlsOptions,
+    BUCKET, Bound, ConnectionState, RemoteConnection, RemoteError, RemoteOptions, RemoteRuntime,
+    STREAM, TlsOptions,
 };
 pub use mode_request::{
     MODE_REPLY, MODE_REQUEST, ModeReply, ModeRequest, ModeRequestError, request_mode,

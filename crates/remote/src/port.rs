@@ -176,7 +176,7 @@ impl KvMetadataPort {
     }
 
     /// Watches the session's key and applies changes made elsewhere to `store`, by the
-    /// latest-wins rule shared with this port (see [`crate::watch`]).
+    /// latest-wins rule shared with this port (see the crate docs).
     pub fn watch_own_key(&self, store: AppStore) -> OwnKeyWatch {
         crate::watch::spawn(
             self.connection.clone(),

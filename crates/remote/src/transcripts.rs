@@ -38,6 +38,9 @@ pub fn subject(session: &str) -> String {
     format!("strata.session.{session}")
 }
 
+/// Room left for a message's headers under the server's payload limit.
+const HEADER_ROOM: usize = 512;
+
 /// The pause after a failed publish while the connection still looks up.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
 
@@ -204,7 +207,19 @@ async fn run(connection: RemoteConnection, outbox: Arc<Outbox>, shared: Arc<Shar
             outbox.changed().await;
             continue;
         };
-        publish_until_stored(&bound, &mut state, &entry).await;
+        // A line the server can never take would stop the session's replication for
+        // good: it is left out, loudly (the local transcript has it).
+        let limit = connection.client().server_info().max_payload;
+        if limit > 0 && entry.line.len() + HEADER_ROOM > limit {
+            tracing::warn!(
+                subject = entry.subject,
+                bytes = entry.line.len(),
+                limit,
+                "a transcript line is larger than the NATS server accepts; it is not replicated"
+            );
+        } else {
+            publish_until_stored(&bound, &mut state, &entry).await;
+        }
         outbox.ack();
     }
 }

@@ -52,7 +52,8 @@ pub(crate) fn spawn(
     store: AppStore,
     port: Option<Arc<Shared>>,
 ) -> OwnKeyWatch {
-    let task = tokio::spawn(async move {
+    let runtime = connection.runtime().clone();
+    let task = runtime.spawn(async move {
         let mut pause = Duration::from_millis(100);
         loop {
             let bucket = connection.bucket().await;
