@@ -186,19 +186,16 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
                 // The footer shows the status from the app state; nothing else to tell.
                 remote.follow(&engine, Arc::new(|_: &strata_remote::ConnectionState| {}));
             }
-            let history: Vec<String> = history_file
-                .recent(&project, 200)
-                .map(|v| v.into_iter().map(|e| e.display).collect())
-                .unwrap_or_default();
             let (width, height) = crossterm::terminal::size().unwrap_or((80, 24));
             let mut app = App::new(
                 engine.clone(),
                 tx.clone(),
-                history,
+                Vec::new(),
                 Some(history_file.clone()),
                 project.clone(),
                 width,
             );
+            app.set_history(recent_prompts(&history_file, &project));
             app.set_config_dir(config_dir.clone());
             if let Some(n) = notice.take() {
                 app.notify(&n);
@@ -318,4 +315,45 @@ fn color_wanted() -> bool {
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
     !no_color && !dumb
+}
+
+/// How many earlier prompts Up/Down and Ctrl-R offer.
+const HISTORY_LIMIT: usize = 200;
+
+/// The project's earlier prompts, newest first, each with the text of the pastes behind
+/// its chips (inline in `history.jsonl` or in the paste cache), so a recalled prompt
+/// sends what was pasted. A history that cannot be read is no history: the UI works
+/// without it, and the reason is logged.
+fn recent_prompts(
+    history: &strata_session::history::History,
+    project: &str,
+) -> Vec<strata_tui::input::HistoryItem> {
+    let entries = match history.recent(project, HISTORY_LIMIT) {
+        Ok(entries) => entries,
+        Err(e) => {
+            tracing::warn!("the input history could not be read: {e}");
+            return Vec::new();
+        }
+    };
+    entries
+        .into_iter()
+        .map(|entry| {
+            let pastes = entry
+                .pasted_contents
+                .values()
+                .filter(|p| p.kind == "text")
+                .filter_map(|p| match history.paste_text(p) {
+                    Ok(text) => text.map(|text| strata_session::history::Paste { id: p.id, text }),
+                    Err(e) => {
+                        tracing::warn!("a paste of the input history could not be read: {e}");
+                        None
+                    }
+                })
+                .collect();
+            strata_tui::input::HistoryItem {
+                display: entry.display,
+                pastes,
+            }
+        })
+        .collect()
 }

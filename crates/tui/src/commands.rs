@@ -57,13 +57,8 @@ pub fn run(app: &mut App, command: &str) -> Request {
         "config" | "settings" => app.open_config(),
         "memory" => app.open_memory(),
         "status" => {
-            let engine = app.engine().clone();
-            let mode = engine.store().with(|s| s.tool_permission_context.mode);
-            app.notify(&format!(
-                "Session {}\nModel {}\nPermission mode {mode}",
-                engine.session_id(),
-                engine.model()
-            ));
+            let report = status_report(app);
+            app.notify(&report);
         }
         "model" if arg.is_empty() => app.open_model_picker(),
         "model" => app.choose_model(arg),
@@ -80,6 +75,36 @@ pub fn run(app: &mut App, command: &str) -> Request {
         )),
     }
     Request::None
+}
+
+/// `/status`: what this session is and where it works — id, model, permission mode,
+/// working directory and the directories added to it, the transcript file.
+fn status_report(app: &App) -> String {
+    let engine = app.engine();
+    let init = engine.init_message();
+    let (mode, dirs) = engine.store().with(|s| {
+        let ctx = &s.tool_permission_context;
+        let dirs: Vec<String> = ctx
+            .additional_working_directories
+            .keys()
+            .map(|d| d.display().to_string())
+            .collect();
+        (ctx.mode, dirs)
+    });
+    let mut out = format!(
+        "Session {}\nModel {}\nPermission mode {mode}\nWorking directory {}",
+        engine.session_id(),
+        engine.model(),
+        init.cwd
+    );
+    if !dirs.is_empty() {
+        out.push_str(&format!("\nAdded directories {}", dirs.join(", ")));
+    }
+    out.push_str(&format!(
+        "\nTranscript {}",
+        engine.transcript_path().display()
+    ));
+    out
 }
 
 /// The conversation as markdown: each prompt and answer under a heading.

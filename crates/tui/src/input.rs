@@ -28,6 +28,31 @@ pub struct Submitted {
     pub pastes: Vec<Paste>,
 }
 
+/// An earlier prompt of the input history: as it was shown (chips as placeholders) and
+/// the pastes behind its chips, so a recalled prompt sends what was pasted, not the chip.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HistoryItem {
+    /// The prompt as shown.
+    pub display: String,
+    /// The pastes its chips stand for (empty when it had none, or their text is gone).
+    pub pastes: Vec<Paste>,
+}
+
+impl From<String> for HistoryItem {
+    fn from(display: String) -> Self {
+        Self {
+            display,
+            pastes: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for HistoryItem {
+    fn from(display: &str) -> Self {
+        Self::from(display.to_owned())
+    }
+}
+
 /// The prompt editor.
 #[derive(Debug, Default, Clone)]
 pub struct PromptInput {
@@ -37,16 +62,16 @@ pub struct PromptInput {
     pastes: Vec<Paste>,
     next_paste: u32,
     /// Earlier prompts, newest first.
-    history: Vec<String>,
+    history: Vec<HistoryItem>,
     /// Which history entry is shown (`None`: the draft).
     browsing: Option<usize>,
-    /// The draft kept while browsing the history.
-    draft: String,
+    /// The draft kept while browsing the history, with its pastes.
+    draft: HistoryItem,
 }
 
 impl PromptInput {
     /// An empty editor with `history` (newest first) for Up/Down.
-    pub fn with_history(history: Vec<String>) -> Self {
+    pub fn with_history(history: Vec<HistoryItem>) -> Self {
         Self {
             history,
             next_paste: 1,
@@ -70,8 +95,42 @@ impl PromptInput {
     }
 
     /// The earlier prompts, newest first (Ctrl-R searches them).
-    pub fn history(&self) -> &[String] {
+    pub fn history(&self) -> &[HistoryItem] {
         &self.history
+    }
+
+    /// Replaces the earlier prompts (newest first), e.g. once the history file is read.
+    pub fn set_history(&mut self, history: Vec<HistoryItem>) {
+        self.history = history;
+        self.browsing = None;
+    }
+
+    /// Shows history entry `index` (newest first) with its pastes, as Up would; false
+    /// when there is no such entry. The prompt being typed is replaced.
+    pub fn recall(&mut self, index: usize) -> bool {
+        let Some(item) = self.history.get(index).cloned() else {
+            return false;
+        };
+        self.show(item);
+        self.browsing = None;
+        true
+    }
+
+    /// Puts `item` in the editor, its chips backed by its pastes; later pastes get ids
+    /// after the highest one shown.
+    fn show(&mut self, item: HistoryItem) {
+        self.text = item.display;
+        self.cursor = self.text.len();
+        self.next_paste = item.pastes.iter().map(|p| p.id + 1).max().unwrap_or(1);
+        self.pastes = item.pastes;
+    }
+
+    /// The prompt being typed, taken out of the editor with its pastes.
+    fn take_current(&mut self) -> HistoryItem {
+        HistoryItem {
+            display: std::mem::take(&mut self.text),
+            pastes: std::mem::take(&mut self.pastes),
+        }
     }
 
     /// Replaces the whole prompt (a history pick, the text back from `$EDITOR`); the
@@ -216,12 +275,11 @@ impl PromptInput {
             return;
         }
         let next = self.browsing.map_or(0, |i| i + 1);
-        if let Some(entry) = self.history.get(next) {
+        if let Some(entry) = self.history.get(next).cloned() {
             if self.browsing.is_none() {
-                self.draft = std::mem::take(&mut self.text);
+                self.draft = self.take_current();
             }
-            self.text = entry.clone();
-            self.cursor = self.text.len();
+            self.show(entry);
             self.browsing = Some(next);
         }
     }
@@ -236,13 +294,14 @@ impl PromptInput {
         match self.browsing {
             None => {}
             Some(0) => {
-                self.text = std::mem::take(&mut self.draft);
-                self.cursor = self.text.len();
+                let draft = std::mem::take(&mut self.draft);
+                self.show(draft);
                 self.browsing = None;
             }
             Some(i) => {
-                self.text = self.history[i - 1].clone();
-                self.cursor = self.text.len();
+                if let Some(entry) = self.history.get(i - 1).cloned() {
+                    self.show(entry);
+                }
                 self.browsing = Some(i - 1);
             }
         }
@@ -292,7 +351,13 @@ impl PromptInput {
         }
         self.cursor = 0;
         self.browsing = None;
-        self.history.insert(0, display.clone());
+        self.history.insert(
+            0,
+            HistoryItem {
+                display: display.clone(),
+                pastes: pastes.clone(),
+            },
+        );
         Some(Submitted {
             display,
             text,
@@ -431,6 +496,41 @@ mod tests {
         input.down();
         input.down();
         assert_eq!(input.text(), "draft");
+    }
+
+    #[test]
+    fn a_recalled_prompt_sends_its_pasted_text_not_the_chip() {
+        let mut input = PromptInput::with_history(Vec::new());
+        let pasted = "one\ntwo\nthree\nfour\n";
+        input.insert_str("see ");
+        input.paste(pasted);
+        let first = input.submit().unwrap();
+        assert_eq!(first.text, format!("see {pasted}"));
+        // Up brings the prompt back with its chip, and the chip still stands for the paste.
+        input.up();
+        assert_eq!(input.text(), "see [Pasted text #1 +4 lines]");
+        assert_eq!(input.submit().unwrap().text, format!("see {pasted}"));
+        // So does a pick from the history search, and a new paste gets the next id.
+        assert!(input.recall(0));
+        input.paste(pasted);
+        assert_eq!(
+            input.text(),
+            "see [Pasted text #1 +4 lines][Pasted text #2 +4 lines]"
+        );
+        assert_eq!(
+            input.submit().unwrap().text,
+            format!("see {pasted}{pasted}")
+        );
+    }
+
+    #[test]
+    fn the_draft_keeps_its_paste_while_the_history_is_browsed() {
+        let mut input = PromptInput::with_history(vec!["older".into()]);
+        input.paste("a\nb\nc\nd\n");
+        input.up();
+        assert_eq!(input.text(), "older");
+        input.down();
+        assert_eq!(input.submit().unwrap().text, "a\nb\nc\nd\n");
     }
 
     #[test]

@@ -71,10 +71,7 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                         Request::None => {}
                         Request::Exit => break,
                         Request::ClearScreen => {
-                            term.writer_mut().queue(terminal::Clear(terminal::ClearType::All))?;
-                            term.writer_mut().queue(terminal::Clear(terminal::ClearType::Purge))?;
-                            term.writer_mut().queue(cursor::MoveTo(0, 0))?;
-                            term.reset_origin();
+                            term.clear_screen()?;
                             app.mark_dirty();
                         }
                         Request::Transcript => transcript(app, term, &mut input, backend).await?,
@@ -191,49 +188,102 @@ pub async fn run_editor(path: &std::path::Path, backend: Backend) -> Result<(), 
     }
 }
 
-/// Ctrl-O: the whole conversation in the alternate screen; any key but `v` returns to
-/// the inline view as it was (`v` toggles verbose, persisted by FX-4).
+/// Ctrl-O: the whole conversation in the alternate screen, with its colours, newest at
+/// the bottom: ↑↓, PgUp/PgDn, Home/End scroll (a collapsed tool result is shown whole
+/// here), `v` toggles verbose (persisted by FX-4), and any other key returns to the
+/// inline view as it was.
 async fn transcript<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     app: &mut App,
     term: &mut InlineTerminal<W>,
     input: &mut S,
     _backend: Backend,
 ) -> io::Result<()> {
-    let out = term.writer_mut();
-    out.queue(terminal::EnterAlternateScreen)?;
-    loop {
-        let (w, h) = (term.width(), term.height());
-        let lines = app.transcript(w);
-        let out = term.writer_mut();
-        out.queue(terminal::BeginSynchronizedUpdate)?;
-        out.queue(terminal::Clear(terminal::ClearType::All))?;
-        out.queue(cursor::MoveTo(0, 0))?;
-        let rows = usize::from(h.saturating_sub(1));
-        let start = lines.len().saturating_sub(rows);
-        for line in &lines[start..] {
-            let text = crate::text::cut_to_width(&line.to_string(), usize::from(w)).to_owned();
-            write!(out, "{text}\r\n")?;
-        }
+    use event::KeyCode;
+    term.writer_mut().queue(terminal::EnterAlternateScreen)?;
+    // Rows scrolled up from the end.
+    let mut back: usize = 0;
+    let result = loop {
+        let lines = app.transcript(term.width());
         let verbose = app.engine().store().with(|s| s.verbose);
-        write!(
-            out,
-            "── transcript · v: verbose {} · any other key: back ──",
+        let hint = format!(
+            "transcript · ↑↓ pgup pgdn home end · v verbose {} · other keys: back ──",
             if verbose { "on" } else { "off" }
-        )?;
-        out.queue(terminal::EndSynchronizedUpdate)?;
-        out.flush()?;
+        );
+        let rows = draw_page(term, None, &lines, &mut back, &hint)?;
         match input.next().await {
-            Some(Ok(Event::Key(k))) if k.code == event::KeyCode::Char('v') => app.toggle_verbose(),
             Some(Ok(Event::Key(k))) if k.kind == event::KeyEventKind::Release => {}
-            Some(Ok(Event::Resize(w, h))) => term.resize(w, h),
-            Some(Ok(Event::Key(_))) | None => break,
+            Some(Ok(Event::Key(k))) => match k.code {
+                KeyCode::Char('v') => app.toggle_verbose(),
+                KeyCode::Up => back += 1,
+                KeyCode::Down => back = back.saturating_sub(1),
+                KeyCode::PageUp => back += rows,
+                KeyCode::PageDown => back = back.saturating_sub(rows),
+                KeyCode::Home => back = usize::MAX,
+                KeyCode::End => back = 0,
+                _ => break Ok(()),
+            },
+            Some(Ok(Event::Resize(w, h))) => {
+                term.resize(w, h);
+                app.resize(w);
+            }
             Some(Ok(_)) => {}
-            Some(Err(e)) => return Err(e),
+            Some(Err(e)) => break Err(e),
+            None => break Ok(()),
         }
-    }
+    };
     term.writer_mut().queue(terminal::LeaveAlternateScreen)?;
     app.mark_dirty();
-    Ok(())
+    result
+}
+
+/// Draws one page of a pager in the alternate screen: `title` on the first row if
+/// given, `lines` (with their styles) scrolled `back` rows up from the end (clamped to
+/// what there is), and the position followed by `hint` on the last row. Returns how many rows
+/// of lines fit, for PgUp/PgDn.
+fn draw_page<W: Write>(
+    term: &mut InlineTerminal<W>,
+    title: Option<&str>,
+    lines: &[ratatui::text::Line<'static>],
+    back: &mut usize,
+    hint: &str,
+) -> io::Result<usize> {
+    let (w, h) = (term.width(), term.height());
+    let chrome = 1 + usize::from(title.is_some());
+    let rows = usize::from(h).saturating_sub(chrome).max(1);
+    *back = (*back).min(lines.len().saturating_sub(rows));
+    let end = lines.len() - *back;
+    let start = end.saturating_sub(rows);
+    let out = term.writer_mut();
+    out.queue(terminal::BeginSynchronizedUpdate)?;
+    out.queue(terminal::Clear(terminal::ClearType::All))?;
+    out.queue(cursor::MoveTo(0, 0))?;
+    if let Some(title) = title {
+        write!(
+            out,
+            "{}\r\n",
+            crate::text::cut_to_width(title, usize::from(w))
+        )?;
+    }
+    for line in &lines[start..end] {
+        term.write_styled_line(line)?;
+        term.writer_mut().write_all(b"\r\n")?;
+    }
+    let position = if lines.is_empty() {
+        "empty".to_owned()
+    } else {
+        format!("{}-{} of {}", start + 1, end, lines.len())
+    };
+    // The position first: a narrow terminal cuts the hint, not where the page is.
+    let footer = format!("── {position} · {hint}");
+    let out = term.writer_mut();
+    write!(
+        out,
+        "{}",
+        crate::text::cut_to_width(&footer, usize::from(w))
+    )?;
+    out.queue(terminal::EndSynchronizedUpdate)?;
+    out.flush()?;
+    Ok(rows)
 }
 
 /// How often the viewer reads a running shell's output file again (a file has no
@@ -309,39 +359,14 @@ fn draw_viewer<W: Write>(
     term: &mut InlineTerminal<W>,
     back: &mut usize,
 ) -> io::Result<usize> {
-    let (w, h) = (term.width(), term.height());
-    let (title, lines) = app.viewer_lines(w);
-    let rows = usize::from(h.saturating_sub(2)).max(1);
-    *back = (*back).min(lines.len().saturating_sub(rows));
-    let end = lines.len() - *back;
-    let start = end.saturating_sub(rows);
-    let out = term.writer_mut();
-    out.queue(terminal::BeginSynchronizedUpdate)?;
-    out.queue(terminal::Clear(terminal::ClearType::All))?;
-    out.queue(cursor::MoveTo(0, 0))?;
-    write!(
-        out,
-        "{}\r\n",
-        crate::text::cut_to_width(&title, usize::from(w))
-    )?;
-    for line in &lines[start..end] {
-        let text = crate::text::cut_to_width(&line.to_string(), usize::from(w)).to_owned();
-        write!(out, "{text}\r\n")?;
-    }
-    let footer = format!(
-        "── ↑↓ scroll · r reload · esc back ── {}-{} of {}",
-        start + 1,
-        end,
-        lines.len()
-    );
-    write!(
-        out,
-        "{}",
-        crate::text::cut_to_width(&footer, usize::from(w))
-    )?;
-    out.queue(terminal::EndSynchronizedUpdate)?;
-    out.flush()?;
-    Ok(rows)
+    let (title, lines) = app.viewer_lines(term.width());
+    draw_page(
+        term,
+        Some(&title),
+        &lines,
+        back,
+        "↑↓ scroll · r reload · esc back ──",
+    )
 }
 
 /// Ctrl-Z: the terminal is restored, the process stops (SIGTSTP) and on `fg` the modes

@@ -240,6 +240,33 @@ impl<W: Write> InlineTerminal<W> {
         Ok(())
     }
 
+    /// Ctrl-L: a clean screen with the live area drawn again near its top, and nothing
+    /// lost. The rows above the live area are not erased but scrolled up into the
+    /// scrollback (line feeds from the live area's top reach the bottom row and then
+    /// scroll exactly as many rows as were above it), so every line already shown stays
+    /// there once; then room is made above the live area as at start
+    /// ([`InlineTerminal::make_room`]). The next frame draws the live area.
+    pub fn clear_screen(&mut self) -> io::Result<()> {
+        self.clear_live()?;
+        for _ in 1..self.height {
+            self.out.write_all(b"\n")?;
+        }
+        self.out.queue(cursor::MoveTo(0, 0))?;
+        self.reset_origin();
+        self.make_room(0)
+    }
+
+    /// Writes one line cut to the width, with its styles when colour is on, and no line
+    /// break (the pagers in the alternate screen: Ctrl-O, a task's view).
+    pub fn write_styled_line(&mut self, line: &Line<'static>) -> io::Result<()> {
+        write_line(
+            &mut self.out,
+            line,
+            Some(usize::from(self.width)),
+            self.color,
+        )
+    }
+
     /// Writes `lines` into the scrollback after the live area was cleared (on exit the
     /// last frame's content that should stay, such as a closing note).
     pub fn print_plain(&mut self, lines: &[Line<'static>]) -> io::Result<()> {
@@ -392,6 +419,35 @@ mod tests {
         p.screen_mut().set_scrollback(0);
         rows.extend(p.screen().rows(0, cols));
         rows
+    }
+
+    #[test]
+    fn ctrl_l_clears_the_screen_and_keeps_every_line_in_the_scrollback_once() {
+        let mut t = InlineTerminal::new(Vec::new(), 20, 8, false);
+        t.draw(&[], &frame(&["live", "> "])).unwrap();
+        let history: Vec<Line<'static>> =
+            (1..=3).map(|i| Line::from(format!("line {i}"))).collect();
+        t.draw(&history, &frame(&["live", "> "])).unwrap();
+        t.clear_screen().unwrap();
+        t.draw(&[], &frame(&["live", "> x"])).unwrap();
+        let mut p = screen(&t, 8, 20, 100);
+        let rows = all_rows(&mut p);
+        for i in 1..=3 {
+            let line = format!("line {i}");
+            assert_eq!(rows.iter().filter(|r| **r == line).count(), 1, "{rows:?}");
+        }
+        assert_eq!(
+            rows.iter().filter(|r| r.starts_with("live")).count(),
+            1,
+            "{rows:?}"
+        );
+        // The screen holds the live area only; the history went up, above it.
+        let visible: Vec<String> = p.screen().rows(0, 20).collect();
+        assert!(
+            visible.iter().all(|r| !r.starts_with("line")),
+            "{visible:?}"
+        );
+        assert!(visible.iter().any(|r| r == "> x"), "{visible:?}");
     }
 
     #[test]

@@ -106,3 +106,96 @@ async fn ui2_idle_draws_nothing_unselected_updates_draw_nothing_a_mode_change_dr
         () = driver => panic!("Ctrl-D did not end the loop"),
     }
 }
+
+/// A key press.
+fn key(code: KeyCode, modifiers: KeyModifiers) -> io::Result<Event> {
+    Ok(Event::Key(KeyEvent::new(code, modifiers)))
+}
+
+/// Whether the screen has a row that is exactly `> prompt number {n}`.
+fn shows_prompt(screen: &str, n: u32) -> bool {
+    let want = format!("> prompt number {n}");
+    screen.lines().any(|l| l.trim_end() == want)
+}
+
+/// Polls `done` on the screen for up to 5 s (the loop runs on the other tasks).
+async fn wait_for(out: &Shared, what: &str, done: impl Fn(&str) -> bool) {
+    for _ in 0..500 {
+        if done(&out.screen()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never saw {what}; the screen:\n{}", out.screen());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i12_ctrl_o_shows_the_whole_transcript_scrolls_and_returns_to_the_inline_view() {
+    use strata_protocol::message::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("proj");
+    std::fs::create_dir_all(cwd.join(".git")).unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = EngineOptions {
+        interactive: true,
+        prompter: Some(Arc::new(UiPrompter::new(tx.clone()))),
+        ..EngineOptions::new(
+            cwd.clone(),
+            dir.path().join("cfg"),
+            EngineHandles::private(),
+            Arc::new(ReplayProvider::from_bytes("demo", DEMO).unwrap()),
+            Arc::new(UiEvents::new(tx.clone())),
+        )
+    };
+    let engine = Arc::new(Engine::open(options).await.unwrap());
+    // Forty prompts: more than a 24-row screen holds.
+    engine.store().update(|s| {
+        for i in 1..=40 {
+            s.messages
+                .push_back(Arc::new(Message::user_text(format!("prompt number {i}"))));
+        }
+    });
+    let mut app = App::new(engine.clone(), tx, Vec::new(), None, String::new(), 80);
+    let out = Shared::default();
+    let mut term = InlineTerminal::new(out.clone(), 80, 24, false);
+    let (keys, input) = futures::channel::mpsc::unbounded::<io::Result<Event>>();
+    let driver = {
+        let out = out.clone();
+        async move {
+            wait_for(&out, "the prompt", |s| s.contains("/help for commands")).await;
+            keys.unbounded_send(key(KeyCode::Char('o'), KeyModifiers::CONTROL))
+                .unwrap();
+            wait_for(&out, "the transcript's end", |s| {
+                shows_prompt(s, 40) && s.contains(" of 80") && !shows_prompt(s, 1)
+            })
+            .await;
+            // Home goes to the start; a collapsed view would have nothing there to show.
+            keys.unbounded_send(key(KeyCode::Home, KeyModifiers::NONE))
+                .unwrap();
+            wait_for(&out, "the transcript's start", |s| {
+                shows_prompt(s, 1) && !shows_prompt(s, 40)
+            })
+            .await;
+            keys.unbounded_send(key(KeyCode::PageDown, KeyModifiers::NONE))
+                .unwrap();
+            wait_for(&out, "the next page", |s| {
+                !shows_prompt(s, 1) && shows_prompt(s, 12)
+            })
+            .await;
+            // Any other key goes back to the inline view, which is drawn again.
+            keys.unbounded_send(key(KeyCode::Esc, KeyModifiers::NONE))
+                .unwrap();
+            wait_for(&out, "the inline view", |s| {
+                s.contains("/help for commands") && !s.contains("transcript ·")
+            })
+            .await;
+            keys.unbounded_send(key(KeyCode::Char('d'), KeyModifiers::CONTROL))
+                .unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    };
+    tokio::select! {
+        r = event_loop(&mut app, &mut term, input, &mut rx, Backend::Headless) => { r.unwrap(); }
+        () = driver => panic!("Ctrl-D did not end the loop"),
+    }
+}

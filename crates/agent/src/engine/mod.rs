@@ -248,6 +248,8 @@ struct Inner {
     warnings: Vec<String>,
     /// The resumed conversation was cut off mid-turn.
     resumed_interrupted: bool,
+    /// What the resumed session had cost before this run (SP-4; 0 for a new session).
+    restored_cost_usd: f64,
     /// The running turn's cancellation, for [`Engine::interrupt`].
     current_turn: Mutex<Option<CancellationToken>>,
     /// Held for its lifetime: the settings watcher (UI-7); `None` when it could not start.
@@ -314,6 +316,14 @@ impl Engine {
     /// Whether the resumed conversation had been cut off mid-turn.
     pub fn resumed_interrupted(&self) -> bool {
         self.inner.resumed_interrupted
+    }
+
+    /// What the session had cost before this run, in USD: the project's cost slot when it
+    /// belongs to this session, else the usage in its transcript (SP-4); 0 for a new
+    /// session. A UI adds each turn's cost to it, so a resumed session's total does not
+    /// start again at zero.
+    pub fn restored_cost_usd(&self) -> f64 {
+        self.inner.restored_cost_usd
     }
 
     /// The model the next request will use.

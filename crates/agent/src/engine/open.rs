@@ -112,13 +112,13 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
     bootstrap.set_cwd(&cwd);
     bootstrap.set_project_root(&project_root);
     bootstrap.switch_session(session_id, Some(layout.project_dir.clone()));
+    let mut restored_cost_usd = 0.0;
     if let Some(loaded) = &loaded {
         let root_key = project_root.to_string_lossy();
         let slot = global_config.project(&root_key);
-        cost::restore(
-            &bootstrap,
-            &cost::restored_cost(slot, session_id, &loaded.usage),
-        );
+        let restored = cost::restored_cost(slot, session_id, &loaded.usage);
+        restored_cost_usd = restored.total_cost_usd;
+        cost::restore(&bootstrap, &restored);
     }
 
     // The conversation and the model (COMPAT: a resumed session keeps its model).
@@ -460,6 +460,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         global,
         warnings,
         resumed_interrupted,
+        restored_cost_usd,
         current_turn: Mutex::new(None),
         _settings_watcher: settings_watcher,
         sdk,

@@ -129,12 +129,14 @@ impl App {
     /// Ctrl-R: search the input history.
     pub(super) fn open_history_search(&mut self) {
         let mut seen = std::collections::HashSet::new();
+        // The pick is the entry's index: it comes back with the pastes behind its chips.
         let entries: Vec<Entry> = self
             .input
             .history()
             .iter()
-            .filter(|h| seen.insert(h.as_str()))
-            .map(|h| Entry::new(h.replace('\n', " ⏎ "), "", h.clone()))
+            .enumerate()
+            .filter(|(_, h)| seen.insert(h.display.as_str()))
+            .map(|(i, h)| Entry::new(h.display.replace('\n', " ⏎ "), "", i.to_string()))
             .collect();
         if entries.is_empty() {
             self.footer.notice = Some("No earlier prompts".into());
@@ -200,7 +202,11 @@ impl App {
         match purpose {
             Purpose::Resume => return self.open_resume(&value),
             Purpose::Model => self.choose_model(&value),
-            Purpose::History => self.input.set_text(&value),
+            Purpose::History => {
+                if let Ok(index) = value.parse() {
+                    self.input.recall(index);
+                }
+            }
             Purpose::RewindPrompt => self.pick_rewind_prompt(&value),
             Purpose::RewindHow { uuid, index, text } => {
                 self.rewind(&uuid, index, &text, &value);

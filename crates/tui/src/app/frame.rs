@@ -32,19 +32,16 @@ impl App {
             }
         }
         if !self.live.is_empty() {
+            // The streaming answer is rendered as it will be committed (markdown), so
+            // headings, emphasis and code blocks look the same before and after.
             lines.push(Line::from(""));
-            for (i, l) in crate::text::wrap(
-                visible_tail(&self.live, width),
-                usize::from(width).saturating_sub(2),
-            )
-            .into_iter()
-            .enumerate()
-            {
-                lines.push(Line::from(format!(
-                    "{}{l}",
-                    if i == 0 { "● " } else { "  " }
-                )));
-            }
+            let opts = crate::cells::RenderOptions {
+                verbose: false,
+                expanded: false,
+                color: true,
+            };
+            let tail = live_markdown(&self.live, width);
+            lines.extend(crate::cells::render_markdown(&tail, width.max(8), &opts));
         }
         if let Some(t) = &self.turn {
             lines.push(Line::from(""));
@@ -123,9 +120,58 @@ fn visible_tail(text: &str, width: u16) -> &str {
     }
 }
 
+/// The streaming markdown as it can be on screen: its [`visible_tail`], reopened with a
+/// fence when the cut falls inside a code block (an odd number of fence lines before
+/// it), so the tail of a long code block is still drawn as code.
+///
+/// Counting the fences scans the text before the cut, which only exists for answers
+/// longer than the tail (tens of kilobytes): a memchr pass over the text, far below a
+/// frame's budget even for a megabyte.
+fn live_markdown(text: &str, width: u16) -> std::borrow::Cow<'_, str> {
+    let tail = visible_tail(text, width);
+    let cut = text.len() - tail.len();
+    if cut == 0 {
+        return std::borrow::Cow::Borrowed(tail);
+    }
+    let before = &text[..cut];
+    let fences = memchr::memmem::find_iter(before.as_bytes(), b"```")
+        .filter(|&i| i == 0 || before.as_bytes()[i - 1] == b'\n')
+        .count();
+    if fences % 2 == 1 {
+        std::borrow::Cow::Owned(format!("```\n{tail}"))
+    } else {
+        std::borrow::Cow::Borrowed(tail)
+    }
+}
+
 /// The wall clock in ms since the epoch (task times are kept that way).
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_answer_is_its_own_tail() {
+        assert_eq!(
+            live_markdown("# Title\n\nsome **bold**", 80),
+            "# Title\n\nsome **bold**"
+        );
+    }
+
+    #[test]
+    fn a_tail_cut_inside_a_code_block_is_reopened_as_code() {
+        let code: String = (0..5_000).map(|i| format!("let x{i} = {i};\n")).collect();
+        let text = format!("Here:\n\n```rust\n{code}");
+        let tail = live_markdown(&text, 40);
+        assert!(tail.len() < text.len());
+        assert!(tail.starts_with("```\n"), "{}", &tail[..40]);
+        // A closed block before the cut is not reopened.
+        let text = format!("```\nshort\n```\n{}", "word ".repeat(40_000));
+        assert!(!live_markdown(&text, 40).starts_with("```"));
+    }
 }

@@ -231,13 +231,15 @@ impl App {
             mode,
             background,
             remote: *remote_sel.value(),
+            // A resumed session's cost goes on from what it had (SP-4).
+            cost_usd: engine.restored_cost_usd(),
             ..FooterData::default()
         };
         let cwd = PathBuf::from(engine.init_message().cwd);
         Self {
             engine,
             tx,
-            input: PromptInput::with_history(history),
+            input: PromptInput::with_history(history.into_iter().map(Into::into).collect()),
             history_file,
             project,
             live: String::new(),
@@ -277,6 +279,12 @@ impl App {
             dirty: true,
             exit: false,
         }
+    }
+
+    /// The input history with the pastes behind its chips (read from `history.jsonl`),
+    /// newest first; replaces what [`App::new`] was given.
+    pub fn set_history(&mut self, history: Vec<crate::input::HistoryItem>) {
+        self.input.set_history(history);
     }
 
     /// Where the config directory is (needed by `/resume` and `/memory`).

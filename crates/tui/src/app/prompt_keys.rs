@@ -15,8 +15,11 @@ impl App {
         match key.code {
             KeyCode::Char('c') if ctrl => {
                 let now = Instant::now();
+                // Clearing the prompt does not arm the exit: only a Ctrl-C on an empty
+                // prompt does, and it says so, so a quick second press after clearing
+                // text never closes the session unannounced.
                 if self.input.clear() {
-                    self.ctrl_c_at = Some(now);
+                    self.ctrl_c_at = None;
                     return Request::None;
                 }
                 if self.ctrl_c_at.is_some_and(|t| now - t < DOUBLE_PRESS) {
