@@ -6,7 +6,8 @@
 //! is opened with the UI's ports: permission prompts become dialogs, and the provider is
 //! wrapped so streamed text reaches the live cell. `--replay demo` plays the demo
 //! session built into the binary, then leaves the prompt open saying how to talk to a
-//! live model.
+//! live model. With `TERM=dumb` the UI runs in plain mode (`strata_tui::plain`): lines
+//! in, plain lines out, nothing redrawn.
 
 use std::io::IsTerminal as _;
 use std::sync::Arc;
@@ -30,6 +31,10 @@ strata's interactive UI needs a terminal on stdin and stdout. For scripts, pipes
   strata -p \"<prompt>\"                 (the answer on stdout)
   echo \"<prompt>\" | strata -p          (the prompt from stdin)
 See strata --help for every flag.";
+
+/// What the prompt says once the demo is over.
+const DEMO_LIVE_HINT: &str = "Demo over. For a live model: set ANTHROPIC_API_KEY (or \
+     OPENAI_API_KEY / OPENAI_BASE_URL) and run strata";
 
 /// The prompt the demo transcript answers (its first user message).
 const DEMO_PROMPT: &str = "Give me a quick tour of this project.";
@@ -149,6 +154,9 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
         let mut first = true;
         let mut notice: Option<String> = None;
         let mut term: Option<InlineTerminal<std::io::Stdout>> = None;
+        // A terminal that cannot move its cursor gets plain mode (strata_tui::plain); its
+        // input lines are read once for every session the UI opens.
+        let mut plain_lines = plain_terminal().then(stdin_lines);
         let history_file = strata_session::history::History::new(&config_dir);
         let project = paths::project_root(&cwd).to_string_lossy().into_owned();
         // One engine per session: `/resume` and `/clear` close it and open the next in
@@ -208,15 +216,16 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
                 app.notify(&format!("Session {}", engine.session_id()));
             }
             app.commit_existing();
+            if first && demo && plain_lines.is_some() {
+                // Plain mode shows no placeholder: the way to a live model is said first.
+                app.notify(DEMO_LIVE_HINT);
+            }
             if first && demo {
                 app.notify(
                     "strata demo: a recorded session plays back (no model is called); its tool \
                      calls run for real, here, with the usual permission checks.",
                 );
-                app.set_placeholder(
-                    "Demo over. For a live model: set ANTHROPIC_API_KEY (or OPENAI_API_KEY / \
-                     OPENAI_BASE_URL) and run strata",
-                );
+                app.set_placeholder(DEMO_LIVE_HINT);
                 app.start_turn(Submitted {
                     display: DEMO_PROMPT.to_owned(),
                     text: DEMO_PROMPT.to_owned(),
@@ -229,47 +238,12 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
             // Project `.mcp.json` servers nobody answered for yet (issue 15).
             app.ask_mcp_approvals();
             app.start_status_line();
-            let term = match term.as_mut() {
-                Some(t) => t,
-                None => {
-                    run::install_panic_hook();
-                    run::enter_terminal()
-                        .map_err(|e| Failure::failed(format!("cannot set up the terminal: {e}")))?;
-                    let term = term.insert(InlineTerminal::new(
-                        std::io::stdout(),
-                        width,
-                        height,
-                        color_wanted(),
-                    ));
-                    // Where the cursor is (the terminal answers a query; a terminal that
-                    // does not is taken to be at its top).
-                    let row = crossterm::cursor::position().map_or(0, |(_, y)| y);
-                    term.make_room(row)
-                        .map_err(|e| Failure::failed(format!("the terminal failed: {e}")))?;
-                    term
-                }
-            };
-            let looped = loop {
-                let events = run::terminal_events();
-                let looped = run::event_loop(&mut app, term, events, &mut rx, Backend::Tty).await;
-                // The loop stopped for the editor: run it with the terminal's input free,
-                // then go on where it was.
-                if looped.is_ok()
-                    && let Some(job) = app.take_editor_job()
-                {
-                    let result = run::run_editor(&job.path, Backend::Tty).await;
-                    term.reset_origin();
-                    app.editor_done(&job, result);
-                    continue;
-                }
-                break looped;
-            };
+            match plain_lines.as_mut() {
+                Some(lines) => plain_session(&mut app, lines, &mut rx).await?,
+                None => tty_session(&mut app, &mut term, &mut rx, (width, height)).await?,
+            }
             let switch = app.take_switch();
             drop(app);
-            if let Err(e) = looped {
-                run::restore_terminal();
-                return Err(Failure::failed(format!("the terminal failed: {e}")));
-            }
             close(engine).await?;
             if let Some(remote) = remote_session {
                 remote.finish().await;
@@ -308,6 +282,92 @@ async fn close(engine: Arc<Engine>) -> Result<(), Failure> {
             "could not close the session cleanly: a turn was still running",
         )),
     }
+}
+
+/// One session's UI on the real terminal: raw mode and the inline view (set up on the
+/// first session, kept for the next), the event loop, and `$EDITOR` when the loop stops
+/// for it. A failing terminal restores it before the error is reported.
+async fn tty_session(
+    app: &mut App,
+    term: &mut Option<InlineTerminal<std::io::Stdout>>,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<strata_tui::bridge::UiEvent>,
+    (width, height): (u16, u16),
+) -> Result<(), Failure> {
+    let term = match term {
+        Some(t) => t,
+        None => {
+            run::install_panic_hook();
+            run::enter_terminal()
+                .map_err(|e| Failure::failed(format!("cannot set up the terminal: {e}")))?;
+            let term = term.insert(InlineTerminal::new(
+                std::io::stdout(),
+                width,
+                height,
+                color_wanted(),
+            ));
+            // Where the cursor is (the terminal answers a query; a terminal that
+            // does not is taken to be at its top).
+            let row = crossterm::cursor::position().map_or(0, |(_, y)| y);
+            term.make_room(row)
+                .map_err(|e| Failure::failed(format!("the terminal failed: {e}")))?;
+            term
+        }
+    };
+    let looped = loop {
+        let events = run::terminal_events();
+        let looped = run::event_loop(app, term, events, rx, Backend::Tty).await;
+        // The loop stopped for the editor: run it with the terminal's input free,
+        // then go on where it was.
+        if looped.is_ok()
+            && let Some(job) = app.take_editor_job()
+        {
+            let result = run::run_editor(&job.path, Backend::Tty).await;
+            term.reset_origin();
+            app.editor_done(&job, result);
+            continue;
+        }
+        break looped;
+    };
+    if let Err(e) = looped {
+        run::restore_terminal();
+        return Err(Failure::failed(format!("the terminal failed: {e}")));
+    }
+    Ok(())
+}
+
+/// One session's UI in plain mode (`TERM=dumb`): lines in, plain lines out.
+async fn plain_session(
+    app: &mut App,
+    lines: &mut StdinLines,
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<strata_tui::bridge::UiEvent>,
+) -> Result<(), Failure> {
+    let width = crossterm::terminal::size().map_or(80, |(w, _)| w);
+    let mut out = std::io::stdout();
+    strata_tui::plain::plain_loop(app, &mut out, lines, rx, width)
+        .await
+        .map_err(|e| Failure::failed(format!("the terminal failed: {e}")))?;
+    Ok(())
+}
+
+/// Whether the terminal can only print lines (`TERM=dumb`: no cursor movement).
+fn plain_terminal() -> bool {
+    std::env::var("TERM").is_ok_and(|t| t == "dumb")
+}
+
+/// The terminal's input, a line at a time (plain mode).
+type StdinLines = std::pin::Pin<Box<dyn futures::Stream<Item = std::io::Result<String>> + Send>>;
+
+/// Reads stdin as lines without their line ends.
+fn stdin_lines() -> StdinLines {
+    use tokio::io::AsyncBufReadExt as _;
+    let lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    Box::pin(futures::stream::unfold(lines, |mut lines| async move {
+        match lines.next_line().await {
+            Ok(Some(line)) => Some((Ok(line), lines)),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), lines)),
+        }
+    }))
 }
 
 /// Colour unless `NO_COLOR` is set or `TERM` is `dumb`.

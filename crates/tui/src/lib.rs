@@ -6,6 +6,7 @@
 //! - [`app`]: the UI's state and how keys, engine events and store changes change it,
 //!   each part of the screen reading the store through its own selection (UI-2);
 //! - [`run`]: the event loop (at most one frame per 16 ms, no timer while idle);
+//! - [`plain`]: plain mode for terminals that cannot move the cursor (`TERM=dumb`);
 //! - [`bridge`]: the engine's ports (permission prompts, events, streamed text);
 //! - [`input`], [`dialog`], [`view`], [`history`], [`commands`]: the prompt editor,
 //!   the permission dialog, the footer/spinner/todos, the history lines, slash commands;
@@ -31,6 +32,7 @@ pub mod history;
 pub mod input;
 pub mod overlay;
 pub mod picker;
+pub mod plain;
 pub mod run;
 pub mod status_line;
 pub mod tasks_panel;

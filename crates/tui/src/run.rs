@@ -1,8 +1,10 @@
 //! The event loop: terminal input, store changes, engine events, news of background
 //! work that ended while idle (a turn of its own) and — only while a turn runs — a frame
 //! clock, merged in one `select!`. A change marks the app dirty; a frame
-//! is drawn at most every 16 ms (a burst of deltas or keys becomes one frame), and
-//! while idle nothing wakes the loop: no timer exists unless something is live.
+//! is drawn at most every 16 ms (a burst of deltas becomes one frame), or 4 ms after the
+//! last one when it answers a key, so typing is echoed at once even while an answer
+//! streams; and while idle nothing wakes the loop: no timer exists unless something is
+//! live.
 
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -16,8 +18,12 @@ use crate::app::{App, Request};
 use crate::bridge::UiEvent;
 use crate::term::InlineTerminal;
 
-/// The shortest time between two frames.
+/// The shortest time between two frames drawn for store changes and streamed text.
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+/// The shortest time between two frames when a key or paste changed what is shown: a
+/// typed character is echoed within this, not after the streaming pace's 16 ms, and a
+/// burst of keys still becomes one frame (the loop reads every ready event first).
+pub const INPUT_FRAME_INTERVAL: Duration = Duration::from_millis(4);
 /// The spinner's clock while a turn runs.
 const SPINNER_INTERVAL: Duration = Duration::from_millis(120);
 
@@ -51,10 +57,17 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     let mut seen = store.version();
     let mut last_frame = Instant::now() - FRAME_INTERVAL;
     let mut input_open = true;
+    // The next frame answers a key (see INPUT_FRAME_INTERVAL).
+    let mut answers_input = false;
     loop {
         let now = Instant::now();
         let due = if app.is_dirty() {
-            Some((last_frame + FRAME_INTERVAL).max(now))
+            let interval = if answers_input {
+                INPUT_FRAME_INTERVAL
+            } else {
+                FRAME_INTERVAL
+            };
+            Some((last_frame + interval).max(now))
         } else if app.animating() {
             Some(last_frame + SPINNER_INTERVAL)
         } else {
@@ -67,7 +80,9 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                     if let Event::Resize(w, h) = ev {
                         term.resize(w, h);
                     }
-                    match app.on_terminal_event(ev) {
+                    let request = app.on_terminal_event(ev);
+                    answers_input |= app.is_dirty();
+                    match request {
                         Request::None => {}
                         Request::Exit => break,
                         Request::ClearScreen => {
@@ -124,6 +139,7 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
                 let frame = app.frame(now);
                 let commit = app.take_commit();
                 term.draw(&commit, &frame)?;
+                answers_input = false;
                 if app.take_bell() {
                     // The terminal's bell: a prompt waits, or a long turn ended.
                     term.writer_mut().write_all(b"\x07")?;

@@ -199,3 +199,37 @@ async fn i12_ctrl_o_shows_the_whole_transcript_scrolls_and_returns_to_the_inline
         () = driver => panic!("Ctrl-D did not end the loop"),
     }
 }
+
+/// Regression: a key the prompt ignores (F5) used to clear the redraw a streamed delta
+/// had made due, so the last text of an answer could stay off screen until something
+/// else changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ignored_key_does_not_cancel_a_redraw_that_was_due() {
+    use strata_tui::bridge::UiEvent;
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("proj");
+    std::fs::create_dir_all(cwd.join(".git")).unwrap();
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let options = EngineOptions {
+        interactive: true,
+        ..EngineOptions::new(
+            cwd.clone(),
+            dir.path().join("cfg"),
+            EngineHandles::private(),
+            Arc::new(ReplayProvider::from_bytes("demo", DEMO).unwrap()),
+            Arc::new(UiEvents::new(tx.clone())),
+        )
+    };
+    let engine = Arc::new(Engine::open(options).await.unwrap());
+    let mut app = App::new(engine, tx, Vec::new(), None, String::new(), 80);
+    let _ = app.frame(std::time::Instant::now());
+    assert!(!app.is_dirty());
+    app.on_ui_event(UiEvent::BlockStart);
+    app.on_ui_event(UiEvent::Delta {
+        text: "the last words".into(),
+        thinking: false,
+    });
+    assert!(app.is_dirty());
+    app.on_terminal_event(Event::Key(KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE)));
+    assert!(app.is_dirty(), "the delta's redraw is still due");
+}

@@ -60,20 +60,8 @@ impl App {
         }
         lines.push(Line::from(""));
         let cursor;
-        if let Some(d) = &self.dialog {
-            lines.extend(d.render(width));
-            cursor = None;
-        } else if let Some(a) = &self.ask {
-            lines.extend(a.render(width));
-            cursor = None;
-        } else if self.tasks_panel.is_some() {
-            self.panel_tick(now);
-            if let Some(p) = &self.tasks_panel {
-                lines.extend(p.render(width, now_ms()));
-            }
-            cursor = None;
-        } else if let Some(o) = &self.overlay {
-            lines.extend(o.render(width, true));
+        if let Some(question) = self.question_lines(width, now) {
+            lines.extend(question);
             cursor = None;
         } else {
             let (input, (row, col)) = self.input.render(width, &self.placeholder);
@@ -90,6 +78,23 @@ impl App {
             }
         }
         Frame { lines, cursor }
+    }
+
+    /// What waits for the user in the prompt's place — the permission dialog, a
+    /// question, the tasks panel or a list (pickers, history search, rewind) — as lines;
+    /// `None` while the prompt itself is open.
+    pub fn question_lines(&mut self, width: u16, now: Instant) -> Option<Vec<Line<'static>>> {
+        if let Some(d) = &self.dialog {
+            return Some(d.render(width));
+        }
+        if let Some(a) = &self.ask {
+            return Some(a.render(width));
+        }
+        if self.tasks_panel.is_some() {
+            self.panel_tick(now);
+            return self.tasks_panel.as_ref().map(|p| p.render(width, now_ms()));
+        }
+        self.overlay.as_ref().map(|o| o.render(width, true))
     }
 
     /// The whole conversation for the transcript view (verbose: thinking and full tool

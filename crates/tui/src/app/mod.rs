@@ -548,6 +548,9 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) && self.footer.notice.take().is_some() {
             self.dirty = true;
         }
+        // A key the prompt ignores draws nothing new, but a redraw already due (a delta,
+        // a store change, the notice just taken) must still happen.
+        let due_before = self.dirty;
         if let Some(request) = self.route_to_layer(key) {
             return request;
         }
@@ -556,6 +559,7 @@ impl App {
             return request;
         }
         let request = self.on_prompt_key(key, ctrl);
+        self.dirty |= due_before;
         self.refresh_completion();
         request
     }

@@ -1,0 +1,148 @@
+//! Plain mode (`TERM=dumb`, issue 12 item 6) on a real engine over a replay: lines in,
+//! plain lines out — no escape sequence is ever written, each history line is printed
+//! once, and a permission dialog is answered by typing its number (an empty line
+//! answers nothing).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use strata_agent::engine::{Engine, EngineHandles, EngineOptions};
+use strata_agent::provider::ReplayProvider;
+use strata_tui::app::App;
+use strata_tui::bridge::{UiEvents, UiPrompter};
+use strata_tui::plain::{PlainEnd, plain_loop};
+
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// One assistant response of a replay: its content blocks.
+fn response(n: usize, blocks: Value) -> String {
+    json!({
+        "type": "assistant", "uuid": format!("00000000-0000-4000-8000-{n:012}"),
+        "parentUuid": null, "sessionId": "replay", "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"model": "claude-sonnet-4-5", "id": format!("msg_{n}"), "type": "message",
+            "role": "assistant", "content": blocks, "stop_reason": null,
+            "usage": {"input_tokens": 10, "output_tokens": 5}}
+    })
+    .to_string()
+}
+
+async fn wait_for(out: &Shared, what: &str, done: impl Fn(&str) -> bool) {
+    for _ in 0..1000 {
+        if done(&out.text()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never saw {what}; the output:\n{}", out.text());
+}
+
+async fn open(
+    cwd: &Path,
+    cfg: &Path,
+    replies: &[String],
+) -> (
+    App,
+    tokio::sync::mpsc::UnboundedReceiver<strata_tui::bridge::UiEvent>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let replay = replies.join("\n");
+    let options = EngineOptions {
+        interactive: true,
+        prompter: Some(Arc::new(UiPrompter::new(tx.clone()))),
+        strict_mcp_config: true,
+        ..EngineOptions::new(
+            cwd.to_path_buf(),
+            cfg.to_path_buf(),
+            EngineHandles::private(),
+            Arc::new(ReplayProvider::from_bytes("test", replay.as_bytes()).unwrap()),
+            Arc::new(UiEvents::new(tx.clone())),
+        )
+    };
+    let engine = Arc::new(Engine::open(options).await.unwrap());
+    (
+        App::new(engine, tx, Vec::new(), None, String::new(), 80),
+        rx,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i12_6_a_dumb_terminal_gets_plain_lines_and_answers_the_dialog_by_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("proj");
+    std::fs::create_dir_all(cwd.join(".git")).unwrap();
+    let file = cwd.join("notes.txt");
+    let replies = [
+        response(
+            1,
+            json!([{"type": "tool_use", "id": "toolu_1", "name": "Write",
+                "input": {"file_path": file.to_string_lossy(), "content": "written\n"}}]),
+        ),
+        response(
+            2,
+            json!([{"type": "text", "text": "# Done\n\nThe notes are **written**."}]),
+        ),
+    ];
+    let (mut app, mut rx) = open(&cwd, &dir.path().join("cfg"), &replies).await;
+    let out = Shared::default();
+    let (lines, mut input) = futures::channel::mpsc::unbounded::<io::Result<String>>();
+    let driver = {
+        let out = out.clone();
+        let file = file.clone();
+        async move {
+            wait_for(&out, "the prompt", |t| t.ends_with("> ")).await;
+            lines.unbounded_send(Ok("write the notes".into())).unwrap();
+            wait_for(&out, "the dialog", |t| {
+                t.contains("Write wants to run") && t.contains("1. Yes") && t.ends_with("? ")
+            })
+            .await;
+            // An empty line answers nothing: the question is asked again.
+            lines.unbounded_send(Ok(String::new())).unwrap();
+            wait_for(&out, "the dialog again", |t| {
+                t.matches("Write wants to run").count() == 2 && t.ends_with("? ")
+            })
+            .await;
+            assert!(!file.exists(), "nothing was approved by the empty line");
+            lines.unbounded_send(Ok("1".into())).unwrap();
+            wait_for(&out, "the answer and the prompt back", |t| {
+                t.contains("The notes are written.") && t.ends_with("> ")
+            })
+            .await;
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "written\n");
+            lines.unbounded_send(Ok("/exit".into())).unwrap();
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+    };
+    let mut writer = out.clone();
+    let end = tokio::select! {
+        r = plain_loop(&mut app, &mut writer, &mut input, &mut rx, 80) => r.unwrap(),
+        () = driver => panic!("/exit did not end plain mode"),
+    };
+    assert_eq!(end, PlainEnd::Exit);
+    let text = out.text();
+    assert!(!text.contains('\x1b'), "no escape sequence: {text:?}");
+    // Each history line once: the prompt and the answer.
+    assert_eq!(text.matches("> write the notes").count(), 1, "{text}");
+    assert_eq!(text.matches("The notes are written.").count(), 1, "{text}");
+    assert!(text.contains("… working"), "{text}");
+}
