@@ -378,6 +378,48 @@ async fn i12_esc_while_a_turn_runs_interrupts_it_and_the_prompt_works_again() {
     assert!(ui.said.contains("After the interrupt."), "{}", ui.said);
 }
 
+/// A session whose first prompt runs `sleep <marker>` (allowed), interrupted by `key`
+/// once the command runs; the turn has ended.
+async fn interrupted_by(key: (KeyCode, KeyModifiers)) -> Ui {
+    let marker = format!("6{}.25", std::process::id() % 100_000);
+    let replies = [tool_reply(
+        1,
+        "Bash",
+        json!({"command": format!("sleep {marker}"), "description": "a long wait"}),
+    )];
+    let mut ui = Launch::new(&replies).allow("Bash").open().await;
+    ui.send("wait for a long time");
+    ui.until("the command to run", |_| !pids_with_arg(&marker).is_empty())
+        .await;
+    assert_eq!(ui.key_with(key.0, key.1), Request::None);
+    ui.turn_done().await;
+    ui.until("the command to be stopped", |_| {
+        pids_with_arg(&marker).is_empty()
+    })
+    .await;
+    ui
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i12_ctrl_c_while_a_turn_runs_interrupts_it_and_does_not_exit() {
+    let ui = interrupted_by((KeyCode::Char('c'), KeyModifiers::CONTROL)).await;
+    assert!(!ui.app.exiting());
+    assert!(
+        ui.said.contains("wait for a long time") && ui.said.contains("nterrupted"),
+        "{}",
+        ui.said
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "bug: an interrupted turn shows the engine's marker as a prompt the user typed \
+            (\"> [Request interrupted by user]\" in the scrollback)"]
+async fn i12_an_interrupted_turn_is_not_shown_as_a_prompt_the_user_typed() {
+    let ui = interrupted_by((KeyCode::Esc, KeyModifiers::NONE)).await;
+    let typed: Vec<&str> = ui.said.lines().filter(|l| l.starts_with("> ")).collect();
+    assert_eq!(typed, ["> wait for a long time"], "{}", ui.said);
+}
+
 // ---------------------------------------------------------------------------------------
 // 2. Ctrl-C and Ctrl-D.
 
