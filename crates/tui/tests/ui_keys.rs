@@ -1000,11 +1000,19 @@ async fn i12_a_30_by_8_terminal_draws_the_prompt_overlays_and_todos_within_its_w
         "{}",
         rows.join("\n")
     );
-    // Narrower still after a resize (no panic, nothing wider), then back.
-    ui.app.on_terminal_event(Event::Resize(12, h));
-    let frame = ui.frame();
-    assert_eq!(too_wide(&frame, 12), Vec::<String>::new());
-    draw(&[], &frame, 12, h);
+    // Narrower still after a resize, down to one column, with text in the prompt: no
+    // panic (and while the prompt fits in the rows, its start is on screen); then back.
+    ui.type_text("some text");
+    for narrower in (1..=12).rev() {
+        ui.app.on_terminal_event(Event::Resize(narrower, h));
+        let frame = ui.frame();
+        let rows = draw(&[], &frame, narrower, h);
+        assert!(
+            narrower < 10 || rows.iter().any(|r| r.starts_with('>')),
+            "{narrower} columns:\n{}",
+            rows.join("\n")
+        );
+    }
     ui.app.on_terminal_event(Event::Resize(w, h));
     check(&mut ui, "back to 30");
 }
