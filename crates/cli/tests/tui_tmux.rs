@@ -692,3 +692,40 @@ async fn i12_resume_with_an_id_opens_the_ui_on_that_session() {
     });
     assert_eq!(session_with(&env, "once more in alpha"), alpha);
 }
+
+#[test]
+fn i12_ctrl_c_clears_the_prompt_and_twice_on_an_empty_prompt_exits() {
+    let env = Env::new();
+    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
+        return;
+    };
+    pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
+    // With text: Ctrl-C clears it, and strata goes on.
+    pane.type_text("a draft to throw away");
+    pane.wait_for("> a draft to throw away");
+    pane.keys(&["C-c"]);
+    let start = Instant::now();
+    while pane.capture().contains("a draft to throw away") {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "Ctrl-C did not clear the prompt:\n{}",
+            pane.capture()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pane.type_text("still here");
+    let screen = pane.wait_for("> still here");
+    assert!(!screen.contains("STRATA-EXITED"), "{screen}");
+    drop(pane);
+    // On an empty prompt: the first press says how to exit, the second exits.
+    let pane = Pane::start(&env, None, &["--replay", "demo"], 100, 30).unwrap();
+    pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
+    pane.keys(&["C-c"]);
+    let screen = pane.wait_for("again to exit");
+    assert!(!screen.contains("STRATA-EXITED"), "{screen}");
+    pane.keys(&["C-c"]);
+    let screen = pane.wait_for("STRATA-EXITED=");
+    assert!(screen.contains("STRATA-EXITED=0"), "{screen}");
+}
