@@ -578,3 +578,154 @@ async fn ask_user_question_review_changes_an_answer_then_submits_both() {
         "{last}"
     );
 }
+
+/// Each transcript under the config directory: its session id (the file's name) and text.
+fn sessions(env: &Env) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![env.cfg.join("projects")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                let id = p.file_stem().unwrap().to_string_lossy().into_owned();
+                out.push((id, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// The id of the one session whose transcript holds `text`.
+fn session_with(env: &Env, text: &str) -> String {
+    let all = sessions(env);
+    let found: Vec<&String> = all
+        .iter()
+        .filter(|(_, t)| t.contains(text))
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(found.len(), 1, "{text:?} in {all:?}");
+    found[0].clone()
+}
+
+/// Two sessions of the project, one after the other: "first visit alpha" (answered
+/// "Alpha answer."), then "second visit beta" ("Beta answer."); their ids.
+fn two_sessions(env: &Env, server: &MockServer) -> (String, String) {
+    for (prompt, answer) in [
+        ("first visit alpha", "Alpha answer."),
+        ("second visit beta", "Beta answer."),
+    ] {
+        let pane = Pane::start(env, Some(server), &[], 100, 30).unwrap();
+        pane.wait_for("/help");
+        pane.type_text(prompt);
+        pane.keys(&["Enter"]);
+        pane.wait_for(answer);
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    }
+    (
+        session_with(env, "first visit alpha"),
+        session_with(env, "second visit beta"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn i12_continue_opens_the_ui_on_the_newest_session() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Alpha answer."));
+    server.push(Reply::new().text("Beta answer."));
+    server.push(Reply::new().text("Gamma answer."));
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("tmux is not installed: skipping the tmux end-to-end test");
+        return;
+    }
+    let (env2, server2) = (&env, &server);
+    let (alpha, beta) = tokio::task::block_in_place(|| two_sessions(env2, server2));
+    tokio::task::block_in_place(|| {
+        let pane = Pane::start(env2, Some(server2), &["-c"], 100, 30).unwrap();
+        // The newest session's conversation is shown again, the older one's is not.
+        pane.wait_for("second visit beta");
+        let screen = pane.wait_for("Beta answer.");
+        assert!(!screen.contains("first visit alpha"), "{screen}");
+        assert!(!screen.contains("Resume a session"), "no picker: {screen}");
+        pane.type_text("third visit gamma");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Gamma answer.");
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    });
+    // The new prompt went on in the newest session's transcript.
+    assert_eq!(session_with(&env, "third visit gamma"), beta);
+    assert_ne!(alpha, beta);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn i12_resume_with_an_id_opens_the_ui_on_that_session() {
+    let env = Env::new();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Alpha answer."));
+    server.push(Reply::new().text("Beta answer."));
+    server.push(Reply::new().text("Back in alpha."));
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("tmux is not installed: skipping the tmux end-to-end test");
+        return;
+    }
+    let (env2, server2) = (&env, &server);
+    let (alpha, _beta) = tokio::task::block_in_place(|| two_sessions(env2, server2));
+    tokio::task::block_in_place(|| {
+        // The older session, by its id: not the newest one.
+        let pane = Pane::start(env2, Some(server2), &["-r", &alpha], 100, 30).unwrap();
+        pane.wait_for("first visit alpha");
+        let screen = pane.wait_for("Alpha answer.");
+        assert!(!screen.contains("second visit beta"), "{screen}");
+        assert!(!screen.contains("Resume a session"), "no picker: {screen}");
+        pane.type_text("once more in alpha");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Back in alpha.");
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    });
+    assert_eq!(session_with(&env, "once more in alpha"), alpha);
+}
+
+#[test]
+fn i12_ctrl_c_clears_the_prompt_and_twice_on_an_empty_prompt_exits() {
+    let env = Env::new();
+    let Some(pane) = Pane::start(&env, None, &["--replay", "demo"], 100, 30) else {
+        return;
+    };
+    pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
+    // With text: Ctrl-C clears it, and strata goes on.
+    pane.type_text("a draft to throw away");
+    pane.wait_for("> a draft to throw away");
+    pane.keys(&["C-c"]);
+    let start = Instant::now();
+    while pane.capture().contains("a draft to throw away") {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "Ctrl-C did not clear the prompt:\n{}",
+            pane.capture()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pane.type_text("still here");
+    let screen = pane.wait_for("> still here");
+    assert!(!screen.contains("STRATA-EXITED"), "{screen}");
+    drop(pane);
+    // On an empty prompt: the first press says how to exit, the second exits.
+    let pane = Pane::start(&env, None, &["--replay", "demo"], 100, 30).unwrap();
+    pane.wait_for("Here is the quick tour.");
+    pane.wait_for(" · ctx ");
+    pane.keys(&["C-c"]);
+    let screen = pane.wait_for("again to exit");
+    assert!(!screen.contains("STRATA-EXITED"), "{screen}");
+    pane.keys(&["C-c"]);
+    let screen = pane.wait_for("STRATA-EXITED=");
+    assert!(screen.contains("STRATA-EXITED=0"), "{screen}");
+}
