@@ -108,10 +108,14 @@ impl PermissionDialog {
     /// The dialog's lines.
     pub fn render(&self, width: u16) -> Vec<Line<'static>> {
         let accent = Style::default().fg(Color::Yellow);
-        let mut lines = vec![Line::from(Span::styled(
-            format!("{} wants to run", self.prompt.tool_name),
-            accent.add_modifier(Modifier::BOLD),
-        ))];
+        // Every line is wrapped, never cut: on a narrow terminal the rule a choice would
+        // approve must still be read whole.
+        let w = usize::from(width);
+        let mut lines: Vec<Line<'static>> =
+            crate::text::wrap(&format!("{} wants to run", self.prompt.tool_name), w)
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, accent.add_modifier(Modifier::BOLD))))
+                .collect();
         let subject = subject(&self.prompt);
         for l in crate::text::wrap(&subject, usize::from(width).saturating_sub(4))
             .into_iter()
@@ -120,12 +124,18 @@ impl PermissionDialog {
             lines.push(Line::from(format!("  {l}")));
         }
         if !self.prompt.reason.is_empty() {
-            lines.push(Line::styled(
-                format!("  {}", self.prompt.reason),
-                Style::default().fg(Color::DarkGray),
-            ));
+            for l in crate::text::wrap(&self.prompt.reason, w.saturating_sub(2)) {
+                lines.push(Line::styled(
+                    format!("  {l}"),
+                    Style::default().fg(Color::DarkGray),
+                ));
+            }
         }
-        lines.push(Line::from("Do you want to proceed?"));
+        lines.extend(
+            crate::text::wrap("Do you want to proceed?", w)
+                .into_iter()
+                .map(Line::from),
+        );
         for (i, c) in self.choices.iter().enumerate() {
             let text = match c {
                 Choice::Yes => "Yes".to_owned(),
@@ -138,7 +148,19 @@ impl PermissionDialog {
             } else {
                 Style::default()
             };
-            lines.push(Line::styled(format!("{marker} {}. {text}", i + 1), style));
+            let head = format!("{marker} {}. ", i + 1);
+            let indent = " ".repeat(head.chars().count());
+            for (k, l) in crate::text::wrap(&text, w.saturating_sub(indent.len()))
+                .into_iter()
+                .enumerate()
+            {
+                let lead = if k == 0 {
+                    head.as_str()
+                } else {
+                    indent.as_str()
+                };
+                lines.push(Line::styled(format!("{lead}{l}"), style));
+            }
         }
         lines
     }

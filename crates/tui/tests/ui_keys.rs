@@ -412,8 +412,6 @@ async fn i12_ctrl_c_while_a_turn_runs_interrupts_it_and_does_not_exit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: an interrupted turn shows the engine's marker as a prompt the user typed \
-            (\"> [Request interrupted by user]\" in the scrollback)"]
 async fn i12_an_interrupted_turn_is_not_shown_as_a_prompt_the_user_typed() {
     let ui = interrupted_by((KeyCode::Esc, KeyModifiers::NONE)).await;
     let typed: Vec<&str> = ui.said.lines().filter(|l| l.starts_with("> ")).collect();
@@ -589,8 +587,6 @@ async fn i12_slash_status_shows_the_session_id_model_and_mode() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: /status does not show the working directory that /help promises \
-            (\"/status  session id, model, permission mode, working directory\")"]
 async fn i12_slash_status_shows_the_working_directory() {
     let mut ui = Launch::new(&[text_reply(1, "x")]).open().await;
     ui.send("/status");
@@ -1018,9 +1014,6 @@ async fn i12_a_30_by_8_terminal_draws_the_prompt_overlays_and_todos_within_its_w
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: on a narrow terminal the permission dialog's reason and choice lines are \
-            not wrapped: the renderer cuts them, so \"Yes, and don't ask again for <rule>\" \
-            loses the rule being approved"]
 async fn i12_a_30_column_permission_dialog_wraps_its_lines() {
     let (w, h) = NARROW;
     let mut ui = narrow_session().await;

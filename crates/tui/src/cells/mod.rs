@@ -153,6 +153,17 @@ fn push_text(cells: &mut Vec<HistoryCell>, role: Role, text: &str) {
     if role == Role::User && text.trim_start().starts_with("<task-notification>") {
         return;
     }
+    // The engine's record of an interrupted turn is not something the user typed.
+    if role == Role::User
+        && text
+            .trim_start()
+            .starts_with(strata_session::model_messages::INTERRUPTED_PREFIX)
+    {
+        cells.push(HistoryCell::Info {
+            text: "⎿ Interrupted · what should strata do instead?".to_owned(),
+        });
+        return;
+    }
     let text = text.to_owned();
     cells.push(match role {
         Role::User => HistoryCell::User { text },
