@@ -15,8 +15,10 @@
 //!   status goes into the app state (`remote.connection_status`, which the UI footer shows)
 //!   and to a reporter (headless `system/status` lines); a resumed session first catches
 //!   the stream up with its transcript, a crashed run's spill file included;
-//! - `-r <id> --remote` on a machine without the session rebuilds its transcript from
-//!   the stream, line for line, before the engine resumes it ([`Link::rebuild`]).
+//! - `-r <id> --remote` brings the local transcript level with the stream, line for
+//!   line, before the engine resumes it: rebuilt on a machine without the session, the
+//!   stream's further lines appended to a stale copy (a session that moved A → B → A),
+//!   left alone and said when the two differ ([`Link::rebuild`], `rebuild`).
 //!
 //! Local files stay the source of truth: at the end of a session whose lines could not
 //! all be published, they are left in the spill file and published when the session is
@@ -34,11 +36,12 @@ use strata_remote::{
     TlsOptions, TranscriptPublisher, fetch_lines,
 };
 use strata_session::layout::SessionLayout;
-use strata_session::writer::TranscriptWriter;
 use strata_state::{RemoteConnectionStatus, SessionExternalMetadata, SessionMetadataPatch};
 
 use crate::exit::Failure;
 use crate::headless::warn;
+
+mod rebuild;
 
 /// How long the end of a session waits for the last lines to be stored.
 const FLUSH_LIMIT: Duration = Duration::from_secs(10);
@@ -121,9 +124,13 @@ impl Link {
         }
     }
 
-    /// `-r <id> --remote`: when this machine has no transcript for `id`, rebuilds it
-    /// from the stream (the lines as published, in order). Nothing on either side: an
-    /// error naming both places.
+    /// `-r <id> --remote`: brings this machine's transcript of `id` level with the
+    /// stream before the engine resumes it ([`rebuild`]): written from the stream when
+    /// this machine lacks it, the stream's further lines appended when the local copy is
+    /// a stale prefix of it (the session went on elsewhere and came back), left as it is
+    /// (and said) when the two differ. Nothing on either side: an error naming both
+    /// places. With a local copy and a server that cannot be reached, the local copy is
+    /// resumed (and that is said).
     pub(crate) async fn rebuild(
         &self,
         config_dir: &Path,
@@ -131,47 +138,90 @@ impl Link {
         id: &str,
     ) -> Result<(), Failure> {
         let project_root = strata_config::paths::project_root(cwd);
-        if strata_session::resume::resolve(config_dir, &project_root, id).is_ok() {
-            return Ok(());
-        }
-        if tokio::time::timeout(REBUILD_LIMIT, self.connection.ready())
-            .await
-            .is_err()
-        {
+        let local = strata_session::resume::resolve(config_dir, &project_root, id).ok();
+        if !self.reachable(local.is_some()).await {
             let state = self.connection.state().borrow().clone();
+            let why = state.error.as_deref().unwrap_or("no answer").to_owned();
+            if local.is_some() {
+                warn(format_args!(
+                    "the remote {} cannot be reached ({why}): session {id} is resumed from \
+                     this machine's copy, which lacks anything done with it elsewhere",
+                    self.connection.describe()
+                ));
+                return Ok(());
+            }
             return Err(Failure::failed(format!(
                 "no session {id} here, and the remote {} cannot be reached to rebuild it \
-                 ({})",
+                 ({why})",
                 self.connection.describe(),
-                state.error.as_deref().unwrap_or("no answer")
             )));
         }
         let lines = fetch_lines(&self.connection, id)
             .await
             .map_err(|e| Failure::failed(e.to_string()))?;
-        if lines.is_empty() {
+        if lines.is_empty() && local.is_none() {
             return Err(Failure::failed(format!(
                 "no session {id} here nor on the remote (its stream has no line of it)"
             )));
         }
-        let layout = SessionLayout::new(config_dir, &project_root, id);
-        let path = layout.transcript();
-        let written = tokio::task::spawn_blocking(move || {
-            let writer = TranscriptWriter::open(&path)?;
-            for line in &lines {
-                let starts = serde_json::from_str::<Value>(line).is_ok_and(|v| {
-                    matches!(
-                        v.get("type").and_then(Value::as_str),
-                        Some("user" | "assistant")
-                    )
-                });
-                writer.append_raw_line(line, starts)?;
+        let path =
+            local.unwrap_or_else(|| SessionLayout::new(config_dir, &project_root, id).transcript());
+        let outcome = tokio::task::spawn_blocking(move || rebuild::bring_level(&path, &lines))
+            .await
+            .map_err(|e| Failure::failed(format!("rebuilding session {id} failed: {e}")))?
+            .map_err(|e| Failure::failed(format!("rebuilding session {id}: {e}")))?;
+        match outcome {
+            rebuild::Outcome::UpToDate | rebuild::Outcome::Written => {}
+            rebuild::Outcome::Diverged {
+                path,
+                at,
+                local,
+                remote,
+            } => warn(format_args!(
+                "session {id}: this machine's copy and the remote's differ from line {} on \
+                 ({local} lines here, {remote} on the remote {}): the session went on \
+                 differently in two places. {} is left as it is and resumed; the remote's \
+                 turns after the difference are not in it. To take the remote's copy \
+                 instead, move that file away and run `strata -r {id} --remote` again; to \
+                 keep both, resume this copy with --fork-session (a new session id)",
+                at + 1,
+                self.connection.describe(),
+                path.display()
+            )),
+            rebuild::Outcome::Changed(path) => warn(format_args!(
+                "session {id}: {} changed while it was compared with the remote (another \
+                 strata process has the session open?); it is left as it is",
+                path.display()
+            )),
+        }
+        Ok(())
+    }
+
+    /// Waits for the bucket and stream, at most [`REBUILD_LIMIT`]; `local`: a copy of
+    /// the session is here, so a server whose first attempt already failed is not
+    /// waited for.
+    async fn reachable(&self, local: bool) -> bool {
+        let mut state = self.connection.state();
+        let given_up = async {
+            if local
+                && state
+                    .wait_for(|s| s.status == RemoteConnectionStatus::Disconnected)
+                    .await
+                    .is_ok()
+            {
+                return;
             }
-            writer.close()
-        })
-        .await
-        .map_err(|e| Failure::failed(format!("rebuilding the session failed: {e}")))?;
-        written.map_err(|e| Failure::failed(format!("rebuilding session {id}: {e}")))
+            std::future::pending::<()>().await;
+        };
+        let ready = async {
+            tokio::select! {
+                _ = self.connection.ready() => true,
+                () = given_up => false,
+            }
+        };
+        tokio::time::timeout(REBUILD_LIMIT, ready)
+            .await
+            .unwrap_or(false)
     }
 }
 

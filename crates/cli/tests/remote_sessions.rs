@@ -140,6 +140,211 @@ async fn a_session_moves_between_two_hosts_through_nats() {
     assert_eq!(replicated, rebuilt);
 }
 
+/// The session's id from a `--output-format json` run.
+fn session_of(run: &headless_support::Run) -> String {
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    serde_json::from_str::<Value>(run.stdout.trim()).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The stream's lines as a transcript file holds them (each ended by a newline).
+fn as_file(lines: &[String]) -> Vec<u8> {
+    lines
+        .iter()
+        .flat_map(|l| [l.as_bytes(), b"\n"].concat())
+        .collect()
+}
+
+/// A turn of session `id` on a host, with the remote on.
+async fn turn(
+    env: &Env,
+    server: &MockServer,
+    url: &str,
+    id: &str,
+    prompt: &str,
+) -> headless_support::Run {
+    env.run(
+        Some(server),
+        &[
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "-r",
+            id,
+            "--remote",
+            url,
+        ],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_1_a_session_moves_back_a_to_b_to_a_and_a_sees_b_s_turn() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let connection = connect(&url).await;
+    let server = MockServer::start().await.unwrap();
+    let (a, b) = (Env::new(), Env::new());
+
+    server.push(MockResponse::text("noted"));
+    let id = session_of(
+        &a.run(
+            Some(&server),
+            &[
+                "-p",
+                "remember 42",
+                "--output-format",
+                "json",
+                "--remote",
+                &url,
+            ],
+        )
+        .await,
+    );
+    server.push(MockResponse::text("now it is 43"));
+    let run = turn(&b, &server, &url, &id, "make it 43").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+
+    // Back on host A, whose copy lacks B's turn.
+    server.push(MockResponse::text("43"));
+    let run = turn(&a, &server, &url, &id, "what is it now?").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(!run.stderr.contains("differ"), "{}", run.stderr);
+    let asked = server.requests().last().unwrap().body_text();
+    assert!(
+        asked.contains("make it 43") && asked.contains("now it is 43"),
+        "the resumed session on A sees B's turn: {asked}"
+    );
+    assert!(asked.contains("remember 42"), "and A's own first turn");
+    let (path, _) = transcript_lines(&a);
+    let replicated = fetch_lines(&connection, &id).await.unwrap();
+    assert_eq!(
+        String::from_utf8(std::fs::read(&path).unwrap()).unwrap(),
+        String::from_utf8(as_file(&replicated)).unwrap(),
+        "A's file is byte for byte what the stream holds: one history, no fork"
+    );
+    assert_eq!(
+        replicated
+            .iter()
+            .filter(|l| l.contains("make it 43"))
+            .count(),
+        1,
+        "B's prompt once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_1_a_copy_that_differs_from_the_remote_is_left_untouched_and_said() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let server = MockServer::start().await.unwrap();
+    let (a, b) = (Env::new(), Env::new());
+
+    server.push(MockResponse::text("noted"));
+    let id = session_of(
+        &a.run(
+            Some(&server),
+            &[
+                "-p",
+                "remember 42",
+                "--output-format",
+                "json",
+                "--remote",
+                &url,
+            ],
+        )
+        .await,
+    );
+    // B goes on through the remote; A goes on without it: two histories.
+    server.push(MockResponse::text("b-reply-7731"));
+    assert_eq!(
+        turn(&b, &server, &url, &id, "b-turn-7731").await.code,
+        Some(0)
+    );
+    server.push(MockResponse::text("a-reply-5512"));
+    let run = a
+        .run(
+            Some(&server),
+            &["-p", "a-turn-5512", "--output-format", "json", "-r", &id],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let (path, _) = transcript_lines(&a);
+    let before = std::fs::read(&path).unwrap();
+
+    // Resuming A's copy with the remote changes none of its lines, and says why.
+    server.push(MockResponse::text("still A"));
+    let run = turn(&a, &server, &url, &id, "and now?").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&id)
+            && run.stderr.contains("differ")
+            && run.stderr.contains("--fork-session"),
+        "the user is told which session, that the copies differ and what to do: {}",
+        run.stderr
+    );
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(
+        after[..before.len()],
+        before[..],
+        "no local line lost or rewritten"
+    );
+    let asked = server.requests().last().unwrap().body_text();
+    assert!(
+        asked.contains("a-turn-5512") && !asked.contains("b-turn-7731"),
+        "{asked}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_1_a_local_copy_is_resumed_at_once_when_the_remote_cannot_be_reached() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port(); // closed again: nothing listens there
+    let url = format!("nats://127.0.0.1:{port}");
+    let server = MockServer::start().await.unwrap();
+    let env = Env::new();
+    server.push(MockResponse::text("noted"));
+    let id = session_of(
+        &env.run(
+            Some(&server),
+            &[
+                "-p",
+                "remember 7",
+                "--output-format",
+                "json",
+                "--remote",
+                &url,
+            ],
+        )
+        .await,
+    );
+    server.push(MockResponse::text("7"));
+    let started = Instant::now();
+    let run = turn(&env, &server, &url, &id, "what was it?").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot be reached") && run.stderr.contains(&id),
+        "the user is told the local copy is resumed: {}",
+        run.stderr
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "not the full 10 s wait for a server already known to be away: {:?}",
+        started.elapsed()
+    );
+    let asked = server.requests().last().unwrap().body_text();
+    assert!(
+        asked.contains("remember 7"),
+        "the local history was resumed"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
     let nats = NatsServer::start();
