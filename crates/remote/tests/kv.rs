@@ -161,3 +161,75 @@ async fn fx7_change_made_elsewhere_is_applied_and_forbidden_bypass_is_refused() 
         rec.sdk.modes()
     );
 }
+
+/// A session's store with the FX-1 port and the watch of its own key, as the binary
+/// attaches them.
+struct Attached {
+    root: strata_state::AppRoot,
+    port: std::sync::Arc<KvMetadataPort>,
+    _watch: strata_remote::OwnKeyWatch,
+}
+
+fn attach(connection: &RemoteConnection, session: &str) -> Attached {
+    let rec = RecordingPorts::default();
+    let state = default_app_state(RuntimeFacts::default());
+    let hub = EffectsHub::new(rec.ports(&state.runtime));
+    let root = SessionScope::new().create_root(state, hub).unwrap();
+    let port = std::sync::Arc::new(KvMetadataPort::spawn_for_session(
+        connection.clone(),
+        session.into(),
+        Map::new(),
+        SessionMetadataPatch {
+            permission_mode: ExternalPermissionMode::Default,
+            is_ultraplan_mode: None,
+        },
+        &tokio::runtime::Handle::current(),
+    ));
+    root.store()
+        .effects()
+        .set_remote(Some(std::sync::Arc::clone(&port) as _));
+    let watch = port.watch_own_key(root.store().clone());
+    Attached {
+        root,
+        port,
+        _watch: watch,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fx7_a_change_written_by_a_client_whose_clock_is_far_behind_reaches_the_store() {
+    let server = NatsServer::start();
+    let connection = connect(&server.url()).await;
+    let s = attach(&connection, "s5");
+    let store = s.root.store().clone();
+
+    // This process changes its mode now, and the change is written.
+    store.update(|st| st.tool_permission_context.mode = PermissionMode::Plan);
+    let mut doc = poll("plan in the bucket", async || {
+        stored(&connection, "s5")
+            .await
+            .filter(|d| d.get("permission_mode") == Some(&json!("plan")))
+    })
+    .await;
+
+    // Another client, whose clock is decades behind, changes it afterwards.
+    doc.insert("permission_mode".into(), json!("acceptEdits"));
+    doc.insert("updated_at".into(), json!("2001-01-01T00:00:00Z"));
+    doc.insert("written_by".into(), json!("a web server with a slow clock"));
+    connection
+        .bucket()
+        .await
+        .put("s5", serde_json::to_vec(&doc).unwrap().into())
+        .await
+        .unwrap();
+    poll("the older-stamped change applied", async || {
+        (store.with(|st| st.tool_permission_context.mode) == PermissionMode::AcceptEdits)
+            .then_some(())
+    })
+    .await;
+    // And the bucket keeps it: the session did not write its own mode back over it.
+    assert!(s.port.flush(Duration::from_secs(5)).await);
+    let now = stored(&connection, "s5").await.unwrap();
+    assert_eq!(now["permission_mode"], json!("acceptEdits"));
+    assert_eq!(now["written_by"], json!("a web server with a slow clock"));
+}
