@@ -25,7 +25,7 @@
 //! resumed with the remote.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -36,6 +36,7 @@ use strata_remote::{
     TlsOptions, TranscriptPublisher, fetch_lines,
 };
 use strata_session::layout::SessionLayout;
+use strata_session::listing::TitleScan;
 use strata_state::{RemoteConnectionStatus, SessionExternalMetadata, SessionMetadataPatch};
 
 use crate::exit::Failure;
@@ -120,6 +121,7 @@ impl Link {
                 self.runtime.handle(),
             )),
             runtime: Arc::clone(&self.runtime),
+            titles: Arc::default(),
             attached: None,
         }
     }
@@ -233,12 +235,15 @@ pub(crate) struct SessionLink {
     connection: RemoteConnection,
     publisher: Arc<TranscriptPublisher>,
     runtime: Arc<RemoteRuntime>,
+    titles: Arc<Titles>,
     attached: Option<Attached>,
 }
 
 struct Attached {
     port: Arc<KvMetadataPort>,
     _watch: OwnKeyWatch,
+    /// Keeps the document's `model` on the session's model.
+    _model: strata_store::Subscription,
     status: Option<tokio::task::JoinHandle<()>>,
     spill: PathBuf,
 }
@@ -246,7 +251,10 @@ struct Attached {
 impl SessionLink {
     /// The engine's mirror: every transcript line to the outbox.
     pub(crate) fn mirror(&self) -> Arc<dyn TranscriptMirror> {
-        Arc::new(Mirror(Arc::clone(&self.publisher)))
+        Arc::new(Mirror {
+            publisher: Arc::clone(&self.publisher),
+            titles: Arc::clone(&self.titles),
+        })
     }
 
     /// Attaches the open session: the metadata (restored from the remote when it is
@@ -272,10 +280,26 @@ impl SessionLink {
                 )),
             }
         }
+        let transcript = engine.transcript_path();
+        // The title of the lines written before this process (a resumed session).
+        let read = transcript.clone();
+        let history = tokio::task::spawn_blocking(move || {
+            let mut scan = TitleScan::default();
+            if let Ok(bytes) = std::fs::read(&read) {
+                scan.feed(&bytes);
+            }
+            scan
+        })
+        .await
+        .unwrap_or_default();
         let mut fields = Map::new();
         fields.insert("cwd".into(), Value::from(engine.init_message().cwd));
         fields.insert("model".into(), Value::from(engine.model()));
         fields.insert("status".into(), Value::from("active"));
+        let title = self.titles.start(history);
+        if let Some(title) = &title {
+            fields.insert("title".into(), Value::from(title.clone()));
+        }
         let initial = SessionMetadataPatch {
             permission_mode: store.store().get().tool_permission_context.mode.external(),
             is_ultraplan_mode: None,
@@ -288,8 +312,9 @@ impl SessionLink {
             self.runtime.handle(),
         ));
         store.effects().set_remote(Some(Arc::clone(&port) as _));
+        self.titles.attach(Arc::clone(&port), title);
+        let model = follow_model(engine, Arc::clone(&port));
         let watch = port.watch_own_key(store.clone());
-        let transcript = engine.transcript_path();
         let session_dir = SessionLayout::from_transcript_path(config_dir, &transcript).map_or_else(
             || transcript.with_extension(""),
             |layout| layout.session_dir(),
@@ -298,6 +323,7 @@ impl SessionLink {
         self.attached = Some(Attached {
             port,
             _watch: watch,
+            _model: model,
             status: None,
             spill: strata_remote::spill_path(&session_dir),
         });
@@ -395,8 +421,88 @@ async fn follow_status(
     }
 }
 
+/// Keeps the document's `model` on the model the session's next request uses: after a
+/// `/model`, a `set_model` control request or a settings edit (the app state's
+/// `main_loop_model`, else the settings' `model`, else the provider's default).
+fn follow_model(engine: &Engine, port: Arc<KvMetadataPort>) -> strata_store::Subscription {
+    let default = engine.default_model().map(str::to_owned);
+    engine.app_store().store().subscribe_select(
+        |s| (s.main_loop_model.clone(), s.settings.model.clone()),
+        move |(chosen, configured)| {
+            let model = chosen
+                .as_ref()
+                .map(ToString::to_string)
+                .or_else(|| configured.clone())
+                .or_else(|| default.clone())
+                .unwrap_or_default();
+            port.set_field("model", Value::from(model));
+        },
+    )
+}
+
+/// The session's title as `strata sessions list` shows it (a custom or AI title, else
+/// the first prompt), followed through the mirrored lines and written into the metadata
+/// document's `title` whenever it changes.
+#[derive(Default)]
+struct Titles(Mutex<TitleState>);
+
+#[derive(Default)]
+struct TitleState {
+    /// The transcript's lines from before this process (read at attach).
+    history: TitleScan,
+    /// The lines this process mirrored.
+    recent: TitleScan,
+    /// The title the port was given last.
+    told: Option<String>,
+    /// Set at attach; until then the title only accumulates.
+    port: Option<Arc<KvMetadataPort>>,
+}
+
+impl Titles {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TitleState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the lines from before this process; returns the title so far.
+    fn start(&self, history: TitleScan) -> Option<String> {
+        let mut state = self.lock();
+        state.history = history;
+        state.history.then(&state.recent).title()
+    }
+
+    /// From now on a new title goes to `port`, which starts with `told`.
+    fn attach(&self, port: Arc<KvMetadataPort>, told: Option<String>) {
+        let mut state = self.lock();
+        state.port = Some(port);
+        state.told = told;
+        state.tell();
+    }
+
+    /// One mirrored line.
+    fn line(&self, json: &str) {
+        let mut state = self.lock();
+        state.recent.feed_line(json);
+        state.tell();
+    }
+}
+
+impl TitleState {
+    fn tell(&mut self) {
+        let Some(port) = &self.port else { return };
+        if let Some(title) = self.history.then(&self.recent).title()
+            && self.told.as_ref() != Some(&title)
+        {
+            port.set_field("title", Value::from(title.clone()));
+            self.told = Some(title);
+        }
+    }
+}
+
 /// The engine's [`TranscriptMirror`] over the publisher.
-struct Mirror(Arc<TranscriptPublisher>);
+struct Mirror {
+    publisher: Arc<TranscriptPublisher>,
+    titles: Arc<Titles>,
+}
 
 impl TranscriptMirror for Mirror {
     fn line(&self, session_id: &str, uuid: Option<&str>, json: &str) {
@@ -404,6 +510,7 @@ impl TranscriptMirror for Mirror {
         // stay the same across retries of the line, which the outbox (and its spill
         // file) keeps.
         let id = uuid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
-        self.0.publish(session_id, &id, json);
+        self.publisher.publish(session_id, &id, json);
+        self.titles.line(json);
     }
 }

@@ -437,3 +437,101 @@ async fn a_remote_that_cannot_be_reached_at_start_leaves_a_local_session_and_say
     );
     assert!(started.elapsed() < Duration::from_secs(20));
 }
+
+/// Polls the session's document in the bucket until `wanted` holds (fails after 10 s).
+async fn doc_until(
+    connection: &RemoteConnection,
+    id: &str,
+    what: &str,
+    wanted: impl Fn(&Value) -> bool,
+) -> Value {
+    let bucket = connection.bucket().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let doc = bucket
+            .get(id)
+            .await
+            .unwrap()
+            .map(|bytes| serde_json::from_slice::<Value>(&bytes).unwrap());
+        if let Some(doc) = doc.filter(|d| wanted(d)) {
+            return doc;
+        }
+        assert!(Instant::now() < deadline, "the document never had {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fx1_the_document_carries_the_listing_title_and_follows_the_model() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let connection = connect(&url).await;
+    let server = MockServer::start().await.unwrap();
+    let a = Env::new();
+    let mut s = Driver::spawn(a.command(
+        Some(&server),
+        &[
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--model",
+            "claude-first",
+            "--remote",
+            &url,
+        ],
+    ));
+    let init = s
+        .until(|l| l["type"] == "system" && l["subtype"] == "init")
+        .await;
+    let id = init["session_id"].as_str().unwrap().to_owned();
+    server.push(MockResponse::text("done"));
+    s.prompt("tidy the parser please").await;
+    assert_eq!(s.result().await["subtype"], "success");
+    let doc = doc_until(&connection, &id, "the first prompt as title", |d| {
+        d["title"] == "tidy the parser please"
+    })
+    .await;
+    assert_eq!(doc["model"], "claude-first");
+
+    // The model changes while the session runs.
+    s.control(
+        "sm",
+        json!({"subtype": "set_model", "model": "claude-second"}),
+    )
+    .await;
+    assert_eq!(s.response("sm").await["response"]["subtype"], "success");
+    doc_until(&connection, &id, "the new model", |d| {
+        d["model"] == "claude-second"
+    })
+    .await;
+    let finished = s.finish().await;
+    assert_eq!(finished.code, Some(0), "{}", finished.stderr);
+
+    // It is what `sessions list` shows as the title.
+    let listed = a.run(None, &["sessions", "list", "--json"]).await;
+    let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["sessionId"] == id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        row["title"].as_str().or(row["firstPrompt"].as_str()),
+        Some("tidy the parser please")
+    );
+
+    // Resumed on another host, the title is still the session's first prompt.
+    let b = Env::new();
+    server.push(MockResponse::text("again"));
+    let run = turn(&b, &server, &url, &id, "a later prompt").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let doc = doc_until(&connection, &id, "the ended resumed session", |d| {
+        d["status"] == "ended"
+    })
+    .await;
+    assert_eq!(doc["title"], "tidy the parser please");
+}
