@@ -622,3 +622,28 @@ async fn item4_serve_says_when_the_nats_server_cannot_be_reached() {
     );
     assert!(run.stdout.is_empty(), "no address printed: {}", run.stdout);
 }
+
+#[tokio::test]
+async fn i17_serve_connects_with_the_settings_remote_block_and_names_a_missing_credentials_file() {
+    let env = Env::new();
+    std::fs::create_dir_all(&env.cfg).unwrap();
+    let creds = env.cfg.join("missing.creds");
+    std::fs::write(
+        env.cfg.join("settings.json"),
+        json!({"remote": {
+            "url": format!("nats://127.0.0.1:{}", free_port()),
+            "credentialsFile": creds,
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    // No --remote: the block's URL, and its credentials file, are the server's.
+    let run = env.run(None, &["serve", "--listen", "127.0.0.1:0"]).await;
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("credentials file") && run.stderr.contains(&*creds.to_string_lossy()),
+        "the error names the file: {}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "no address printed: {}", run.stdout);
+}
