@@ -535,3 +535,36 @@ async fn fx1_the_document_carries_the_listing_title_and_follows_the_model() {
     .await;
     assert_eq!(doc["title"], "tidy the parser please");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_no_session_persistence_publishes_nothing_to_the_stream() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let connection = connect(&url).await;
+    let server = MockServer::start().await.unwrap();
+    let env = Env::new();
+    server.push(MockResponse::text("not kept"));
+    let run = env
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "forget this",
+                "--output-format",
+                "json",
+                "--no-session-persistence",
+                "--remote",
+                &url,
+            ],
+        )
+        .await;
+    let id = session_of(&run);
+    assert!(env.transcripts().is_empty(), "nothing written locally");
+    assert!(fetch_lines(&connection, &id).await.unwrap().is_empty());
+    let mut stream = connection.ready().await.stream;
+    assert_eq!(
+        stream.info().await.unwrap().state.messages,
+        0,
+        "no line of any session reached the stream"
+    );
+}
