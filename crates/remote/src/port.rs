@@ -19,7 +19,10 @@
 //! leaves the mode to the watch, which applies that document ([`crate::watch`]); the
 //! watch in turn does not apply a document this process's newest change was made on
 //! (seen already). The document a session starts with has base 0, older than anything
-//! stored, so a resumed session takes its mode from the metadata (FX-7). The port
+//! stored, so a resumed session takes its mode from the metadata (FX-7). A change made
+//! before this process saw any revision (it started while the server was away) has no
+//! base: it is written over what is stored, and the watch does not apply a document
+//! older than that write (a mode chosen while away is not reverted on the return). The port
 //! remembers the last document it wrote, so the watch does not take this process's own
 //! writes for changes made elsewhere (each document also names its writer,
 //! `written_by`, and its time, `updated_at`, for people reading the bucket).
@@ -58,7 +61,10 @@ pub struct Desired {
     pub patch: SessionMetadataPatch,
     /// The newest revision of the key this process had seen when the patch's change was
     /// made: a document of a later revision written elsewhere wins over the patch.
-    pub base_revision: u64,
+    /// `Some(0)`: the start-up document, older than anything stored. `None`: a change
+    /// made before this process had seen any revision (the server was away): it is
+    /// written over whatever is stored, as a change made now.
+    pub base_revision: Option<u64>,
     /// The other keys this process owns (`model`, `title`, `status`, `cwd`).
     pub fields: Map<String, Value>,
     /// Counts the changes, so a flush knows when the newest one is written.
@@ -76,6 +82,8 @@ pub(crate) struct Shared {
     /// The newest revision of the key the watch has delivered (this process's own
     /// writes included): the base of a change made now.
     pub(crate) seen: AtomicU64,
+    /// The revision of this process's newest write.
+    pub(crate) written_revision: AtomicU64,
     /// The last document this process wrote (recorded before the write, so the watch
     /// can never see it first): the watch does not take it for a change made elsewhere.
     pub(crate) last_written: Mutex<Option<Map<String, Value>>>,
@@ -129,7 +137,7 @@ impl KvMetadataPort {
                 is_ultraplan_mode: None,
             }),
             // Older than any stored document: the start-up mode never overrides one.
-            base_revision: 0,
+            base_revision: Some(0),
             fields,
             version: u64::from(pending),
         };
@@ -145,6 +153,7 @@ impl KvMetadataPort {
             desired,
             written: watch::Sender::new(0),
             seen: AtomicU64::new(0),
+            written_revision: AtomicU64::new(0),
             last_written: Mutex::new(None),
         });
         let task_shared = Arc::clone(&shared);
@@ -221,7 +230,8 @@ impl RemoteMetadataPort for KvMetadataPort {
     fn session_metadata_changed(&self, patch: &SessionMetadataPatch) -> Result<(), EffectError> {
         // The change is made on what the watch has delivered so far (the echo of a
         // document it applied is made on that document's revision, so it is not newer).
-        let base_revision = self.shared.seen.load(Ordering::Acquire);
+        // Nothing seen yet (the server is away): the base is unknown.
+        let base_revision = Some(self.shared.seen.load(Ordering::Acquire)).filter(|r| *r > 0);
         // Never blocks: the slot keeps the newest patch for the writer task.
         self.shared.desired.send_modify(|d| {
             d.patch = *patch;
@@ -257,8 +267,8 @@ fn without_stamps(doc: &Map<String, Value>) -> Map<String, Value> {
 }
 
 /// Writes `patch` (and `fields`) to key `session` now, as a change made on the newest
-/// revision: read, merge, compare, compare-and-set (retried on a conflict). Returns whether anything was written (`false`: the stored
-/// document already says it).
+/// revision: read, merge, compare, compare-and-set (retried on a conflict). Returns
+/// whether anything was written (`false`: the stored document already says it).
 pub async fn write_metadata(
     bucket: &kv::Store,
     session: &str,
@@ -267,7 +277,7 @@ pub async fn write_metadata(
 ) -> Result<bool, RemoteError> {
     let desired = Desired {
         patch: *patch,
-        base_revision: u64::MAX,
+        base_revision: None,
         fields: fields.clone(),
         version: 0,
     };
@@ -311,7 +321,10 @@ pub(crate) async fn write_desired(
                 .as_ref()
                 == Some(&stored)
         });
-        let theirs_is_newer = !ours && revision.is_some_and(|r| r > desired.base_revision);
+        let theirs_is_newer = !ours
+            && revision
+                .zip(desired.base_revision)
+                .is_some_and(|(stored, base)| stored > base);
         let patch = (!theirs_is_newer).then_some(&desired.patch);
         let mut next = merged_document(&stored, &desired.fields, patch);
         // Echo suppression (issue 17 item 2): nothing new, nothing written.
@@ -331,23 +344,30 @@ pub(crate) async fn write_desired(
         }
         let bytes = serde_json::to_vec(&next)
             .map_err(|error| RemoteError::js("encoding session metadata", error))?;
-        // `Ok(false)`: another writer got in between (read again and merge onto its
+        // `Ok(None)`: another writer got in between (read again and merge onto its
         // document); other failures end the attempt (the caller retries later).
         let written = match revision {
             Some(revision) => match bucket.update(session, bytes.into(), revision).await {
-                Ok(_) => Ok(true),
-                Err(error) if error.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(false),
+                Ok(revision) => Ok(Some(revision)),
+                Err(error) if error.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(None),
                 Err(error) => Err(error.to_string()),
             },
             None => match bucket.create(session, bytes.into()).await {
-                Ok(_) => Ok(true),
-                Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => Ok(false),
+                Ok(revision) => Ok(Some(revision)),
+                Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => Ok(None),
                 Err(error) => Err(error.to_string()),
             },
         };
         match written {
-            Ok(true) => return Ok(true),
-            Ok(false) => tracing::debug!(session, "metadata write conflicted; re-reading"),
+            Ok(Some(revision)) => {
+                if let Some(shared) = shared {
+                    shared
+                        .written_revision
+                        .fetch_max(revision, Ordering::AcqRel);
+                }
+                return Ok(true);
+            }
+            Ok(None) => tracing::debug!(session, "metadata write conflicted; re-reading"),
             Err(error) => return Err(RemoteError::js("writing session metadata", error)),
         }
     }

@@ -93,9 +93,9 @@ pub(crate) fn spawn(
     OwnKeyWatch { task }
 }
 
-/// Applies `entry` to `store` unless it is this process's own write or a revision this
-/// process's newest change was made on; returns the document when it was applied (a mode request it holds is
-/// then answered).
+/// Applies `entry` to `store` unless it is this process's own write or superseded by
+/// this process's newest change (see the port's rule); returns the document when it was
+/// applied (a mode request it holds is then answered).
 fn apply(
     entry: &kv::Entry,
     session: &str,
@@ -129,8 +129,21 @@ fn apply(
         if own {
             return None; // this process's own write
         }
-        if entry.revision <= port.desired.borrow().base_revision {
-            return None; // seen already: this process's newest change was made on it
+        let desired = port.desired.borrow();
+        let superseded = match desired.base_revision {
+            // Seen already: this process's newest change was made on it.
+            Some(base) => entry.revision <= base,
+            // The newest change was made with nothing seen: it is written over this
+            // document (still to come, or already at a later revision).
+            None => {
+                *port.written.borrow() < desired.version
+                    || entry.revision <= port.written_revision.load(Ordering::Acquire)
+            }
+        };
+        // (The borrow must end before the store runs FX-1, which writes `desired`.)
+        drop(desired);
+        if superseded {
+            return None;
         }
     }
     store.apply_external_metadata(&metadata);

@@ -246,6 +246,54 @@ async fn fx7_a_change_written_by_a_client_whose_clock_is_far_behind_reaches_the_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fx7_a_mode_chosen_while_the_server_was_away_is_not_reverted_when_it_returns() {
+    let mut server = NatsServer::start();
+    let url = server.url();
+    // An earlier run left the session in plan mode.
+    let earlier = connect(&url).await;
+    let plan = SessionMetadataPatch {
+        permission_mode: ExternalPermissionMode::Plan,
+        is_ultraplan_mode: None,
+    };
+    assert!(
+        write_metadata(&earlier.bucket().await, "s8", &Map::new(), &plan)
+            .await
+            .unwrap()
+    );
+    drop(earlier);
+    server.kill();
+
+    // This run starts while the server is away, and the user picks acceptEdits.
+    let connection = RemoteConnection::start(&strata_remote::RemoteOptions::from_url(&url))
+        .await
+        .unwrap();
+    let s = attach(&connection, "s8");
+    let store = s.root.store().clone();
+    store.update(|st| st.tool_permission_context.mode = PermissionMode::AcceptEdits);
+    server.restart();
+    poll("acceptEdits written once the server is back", async || {
+        stored(&connection, "s8")
+            .await
+            .filter(|d| d.get("permission_mode") == Some(&json!("acceptEdits")))
+    })
+    .await;
+    assert!(s.port.flush(Duration::from_secs(5)).await);
+    // The earlier document, seen on the return, does not take the mode back.
+    let settle = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < settle {
+        assert_eq!(
+            store.with(|st| st.tool_permission_context.mode),
+            PermissionMode::AcceptEdits
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        stored(&connection, "s8").await.unwrap()["permission_mode"],
+        json!("acceptEdits")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i17_2_a_change_made_elsewhere_is_applied_and_never_echoed_back() {
     let server = NatsServer::start();
     let connection = connect(&server.url()).await;
