@@ -18,12 +18,15 @@
 //! - `-r <id> --remote` brings the local transcript level with the stream, line for
 //!   line, before the engine resumes it: rebuilt on a machine without the session, the
 //!   stream's further lines appended to a stale copy (a session that moved A → B → A),
-//!   left alone and said when the two differ ([`Link::rebuild`], `rebuild`).
+//!   left alone and said when the two differ, and then its new lines are not published
+//!   (the stream never holds two histories of one session) ([`Link::rebuild`],
+//!   `rebuild`).
 //!
 //! Local files stay the source of truth: at the end of a session whose lines could not
 //! all be published, they are left in the spill file and published when the session is
 //! resumed with the remote.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -91,7 +94,13 @@ pub(crate) fn options(
 pub(crate) struct Link {
     connection: RemoteConnection,
     runtime: Arc<RemoteRuntime>,
+    /// Sessions whose local copy differs from the stream ([`Link::rebuild`]): their new
+    /// lines stay local, so the stream never holds two histories of one session.
+    diverged: Diverged,
 }
+
+/// The ids of sessions whose lines are not published (see [`Link::diverged`]).
+type Diverged = Arc<Mutex<HashSet<String>>>;
 
 impl Link {
     /// Starts connecting (in the background). Fails only for options that cannot work:
@@ -107,6 +116,7 @@ impl Link {
         Ok(Self {
             connection,
             runtime,
+            diverged: Diverged::default(),
         })
     }
 
@@ -122,6 +132,7 @@ impl Link {
             )),
             runtime: Arc::clone(&self.runtime),
             titles: Arc::default(),
+            diverged: Arc::clone(&self.diverged),
             attached: None,
         }
     }
@@ -179,17 +190,26 @@ impl Link {
                 at,
                 local,
                 remote,
-            } => warn(format_args!(
-                "session {id}: this machine's copy and the remote's differ from line {} on \
-                 ({local} lines here, {remote} on the remote {}): the session went on \
-                 differently in two places. {} is left as it is and resumed; the remote's \
-                 turns after the difference are not in it. To take the remote's copy \
-                 instead, move that file away and run `strata -r {id} --remote` again; to \
-                 keep both, resume this copy with --fork-session (a new session id)",
-                at + 1,
-                self.connection.describe(),
-                path.display()
-            )),
+            } => {
+                self.diverged
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.to_owned());
+                warn(format_args!(
+                    "session {id}: this machine's copy and the remote's differ from line {} on \
+                     ({local} lines here, {remote} on the remote {}): the session went on \
+                     differently in two places. {} is left as it is and resumed, without the \
+                     remote's turns after the difference; new lines of session {id} are kept \
+                     here only (not published), so the remote's copy stays whole. To take \
+                     the remote's copy instead, move that file away and run \
+                     `strata -r {id} --remote {}` again; to keep both, resume this copy with \
+                     --fork-session (a new session id, published as its own)",
+                    at + 1,
+                    self.connection.describe(),
+                    path.display(),
+                    self.connection.describe(),
+                ));
+            }
             rebuild::Outcome::Changed(path) => warn(format_args!(
                 "session {id}: {} changed while it was compared with the remote (another \
                  strata process has the session open?); it is left as it is",
@@ -236,6 +256,7 @@ pub(crate) struct SessionLink {
     publisher: Arc<TranscriptPublisher>,
     runtime: Arc<RemoteRuntime>,
     titles: Arc<Titles>,
+    diverged: Diverged,
     attached: Option<Attached>,
 }
 
@@ -254,6 +275,7 @@ impl SessionLink {
         Arc::new(Mirror {
             publisher: Arc::clone(&self.publisher),
             titles: Arc::clone(&self.titles),
+            diverged: Arc::clone(&self.diverged),
         })
     }
 
@@ -502,6 +524,7 @@ impl TitleState {
 struct Mirror {
     publisher: Arc<TranscriptPublisher>,
     titles: Arc<Titles>,
+    diverged: Diverged,
 }
 
 impl TranscriptMirror for Mirror {
@@ -509,8 +532,16 @@ impl TranscriptMirror for Mirror {
         // A line without a uuid of its own (metadata) gets one now: the id only has to
         // stay the same across retries of the line, which the outbox (and its spill
         // file) keeps.
+        self.titles.line(json);
+        if self
+            .diverged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(session_id)
+        {
+            return;
+        }
         let id = uuid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
         self.publisher.publish(session_id, &id, json);
-        self.titles.line(json);
     }
 }

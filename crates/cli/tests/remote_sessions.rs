@@ -274,6 +274,8 @@ async fn i17_1_a_copy_that_differs_from_the_remote_is_left_untouched_and_said() 
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let (path, _) = transcript_lines(&a);
     let before = std::fs::read(&path).unwrap();
+    let connection = connect(&url).await;
+    let remote = fetch_lines(&connection, &id).await.unwrap();
 
     // Resuming A's copy with the remote changes none of its lines, and says why.
     server.push(MockResponse::text("still A"));
@@ -296,6 +298,37 @@ async fn i17_1_a_copy_that_differs_from_the_remote_is_left_untouched_and_said() 
     assert!(
         asked.contains("a-turn-5512") && !asked.contains("b-turn-7731"),
         "{asked}"
+    );
+    assert_eq!(
+        fetch_lines(&connection, &id).await.unwrap(),
+        remote,
+        "the stream keeps B's history alone: A's new lines are not mixed into it"
+    );
+
+    // The way out it names: A's copy, forked, is published as a session of its own.
+    server.push(MockResponse::text("forked"));
+    let run = a
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "fork it",
+                "--output-format",
+                "json",
+                "-r",
+                &id,
+                "--fork-session",
+                "--remote",
+                &url,
+            ],
+        )
+        .await;
+    let fork = session_of(&run);
+    assert_ne!(fork, id);
+    let published = fetch_lines(&connection, &fork).await.unwrap();
+    assert!(
+        published.iter().any(|l| l.contains("fork it")),
+        "{published:?}"
     );
 }
 

@@ -13,7 +13,8 @@
 //!   to do here, the catch-up publishes them once the session is attached;
 //! - they differ somewhere: both went on differently. Nothing local is ever rewritten or
 //!   dropped: the file is left as it is and the user is told which session, from which
-//!   line, and what they can do.
+//!   line, and what they can do; the session's new lines are then kept local (the
+//!   binary does not publish them), so the stream never holds two histories of it.
 
 use std::path::{Path, PathBuf};
 
