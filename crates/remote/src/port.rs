@@ -192,7 +192,7 @@ impl KvMetadataPort {
     }
 
     /// Watches the session's key and applies changes made elsewhere to `store`, by the
-    /// latest-wins rule shared with this port (see the crate docs).
+    /// revision order shared with this port (see the module docs).
     pub fn watch_own_key(&self, store: AppStore) -> OwnKeyWatch {
         crate::watch::spawn(
             self.connection.clone(),
@@ -284,7 +284,7 @@ pub async fn write_metadata(
     write_desired(bucket, session, &desired, None).await
 }
 
-/// Writes `desired` by the latest-wins rule (module docs), as the port sharing `shared`
+/// Writes `desired` by the revision order (module docs), as the port sharing `shared`
 /// (none: a one-off write). Returns whether anything was written.
 pub(crate) async fn write_desired(
     bucket: &kv::Store,
