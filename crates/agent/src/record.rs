@@ -134,12 +134,13 @@ impl Recorder {
         self
     }
 
-    /// Writes a line the caller will show, when the session is persisted.
+    /// Writes a line the caller will show, when the session is persisted (and only then
+    /// mirrors it: `--no-session-persistence` publishes nothing to a remote either).
     fn write_shown(&self, entry: &Entry, uuid: &str) -> Result<(), WriterError> {
         if self.persist {
             self.writer.append_written(entry)?;
+            self.mirror(entry, Some(uuid));
         }
-        self.mirror(entry, Some(uuid));
         Ok(())
     }
 

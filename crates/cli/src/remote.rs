@@ -15,15 +15,20 @@
 //!   status goes into the app state (`remote.connection_status`, which the UI footer shows)
 //!   and to a reporter (headless `system/status` lines); a resumed session first catches
 //!   the stream up with its transcript, a crashed run's spill file included;
-//! - `-r <id> --remote` on a machine without the session rebuilds its transcript from
-//!   the stream, line for line, before the engine resumes it ([`Link::rebuild`]).
+//! - `-r <id> --remote` brings the local transcript level with the stream, line for
+//!   line, before the engine resumes it: rebuilt on a machine without the session, the
+//!   stream's further lines appended to a stale copy (a session that moved A → B → A),
+//!   left alone and said when the two differ, and then its new lines are not published
+//!   (the stream never holds two histories of one session) ([`Link::rebuild`],
+//!   `rebuild`).
 //!
 //! Local files stay the source of truth: at the end of a session whose lines could not
 //! all be published, they are left in the spill file and published when the session is
 //! resumed with the remote.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -34,11 +39,13 @@ use strata_remote::{
     TlsOptions, TranscriptPublisher, fetch_lines,
 };
 use strata_session::layout::SessionLayout;
-use strata_session::writer::TranscriptWriter;
+use strata_session::listing::TitleScan;
 use strata_state::{RemoteConnectionStatus, SessionExternalMetadata, SessionMetadataPatch};
 
 use crate::exit::Failure;
 use crate::headless::warn;
+
+mod rebuild;
 
 /// How long the end of a session waits for the last lines to be stored.
 const FLUSH_LIMIT: Duration = Duration::from_secs(10);
@@ -87,7 +94,13 @@ pub(crate) fn options(
 pub(crate) struct Link {
     connection: RemoteConnection,
     runtime: Arc<RemoteRuntime>,
+    /// Sessions whose local copy differs from the stream ([`Link::rebuild`]): their new
+    /// lines stay local, so the stream never holds two histories of one session.
+    diverged: Diverged,
 }
+
+/// The ids of sessions whose lines are not published (see [`Link::diverged`]).
+type Diverged = Arc<Mutex<HashSet<String>>>;
 
 impl Link {
     /// Starts connecting (in the background). Fails only for options that cannot work:
@@ -103,6 +116,7 @@ impl Link {
         Ok(Self {
             connection,
             runtime,
+            diverged: Diverged::default(),
         })
     }
 
@@ -117,13 +131,19 @@ impl Link {
                 self.runtime.handle(),
             )),
             runtime: Arc::clone(&self.runtime),
+            titles: Arc::default(),
+            diverged: Arc::clone(&self.diverged),
             attached: None,
         }
     }
 
-    /// `-r <id> --remote`: when this machine has no transcript for `id`, rebuilds it
-    /// from the stream (the lines as published, in order). Nothing on either side: an
-    /// error naming both places.
+    /// `-r <id> --remote`: brings this machine's transcript of `id` level with the
+    /// stream before the engine resumes it ([`rebuild`]): written from the stream when
+    /// this machine lacks it, the stream's further lines appended when the local copy is
+    /// a stale prefix of it (the session went on elsewhere and came back), left as it is
+    /// (and said) when the two differ. Nothing on either side: an error naming both
+    /// places. With a local copy and a server that cannot be reached, the local copy is
+    /// resumed (and that is said).
     pub(crate) async fn rebuild(
         &self,
         config_dir: &Path,
@@ -131,47 +151,99 @@ impl Link {
         id: &str,
     ) -> Result<(), Failure> {
         let project_root = strata_config::paths::project_root(cwd);
-        if strata_session::resume::resolve(config_dir, &project_root, id).is_ok() {
-            return Ok(());
-        }
-        if tokio::time::timeout(REBUILD_LIMIT, self.connection.ready())
-            .await
-            .is_err()
-        {
+        let local = strata_session::resume::resolve(config_dir, &project_root, id).ok();
+        if !self.reachable(local.is_some()).await {
             let state = self.connection.state().borrow().clone();
+            let why = state.error.as_deref().unwrap_or("no answer").to_owned();
+            if local.is_some() {
+                warn(format_args!(
+                    "the remote {} cannot be reached ({why}): session {id} is resumed from \
+                     this machine's copy, which lacks anything done with it elsewhere",
+                    self.connection.describe()
+                ));
+                return Ok(());
+            }
             return Err(Failure::failed(format!(
                 "no session {id} here, and the remote {} cannot be reached to rebuild it \
-                 ({})",
+                 ({why})",
                 self.connection.describe(),
-                state.error.as_deref().unwrap_or("no answer")
             )));
         }
         let lines = fetch_lines(&self.connection, id)
             .await
             .map_err(|e| Failure::failed(e.to_string()))?;
-        if lines.is_empty() {
+        if lines.is_empty() && local.is_none() {
             return Err(Failure::failed(format!(
                 "no session {id} here nor on the remote (its stream has no line of it)"
             )));
         }
-        let layout = SessionLayout::new(config_dir, &project_root, id);
-        let path = layout.transcript();
-        let written = tokio::task::spawn_blocking(move || {
-            let writer = TranscriptWriter::open(&path)?;
-            for line in &lines {
-                let starts = serde_json::from_str::<Value>(line).is_ok_and(|v| {
-                    matches!(
-                        v.get("type").and_then(Value::as_str),
-                        Some("user" | "assistant")
-                    )
-                });
-                writer.append_raw_line(line, starts)?;
+        let path =
+            local.unwrap_or_else(|| SessionLayout::new(config_dir, &project_root, id).transcript());
+        let outcome = tokio::task::spawn_blocking(move || rebuild::bring_level(&path, &lines))
+            .await
+            .map_err(|e| Failure::failed(format!("rebuilding session {id} failed: {e}")))?
+            .map_err(|e| Failure::failed(format!("rebuilding session {id}: {e}")))?;
+        match outcome {
+            rebuild::Outcome::UpToDate | rebuild::Outcome::Written => {}
+            rebuild::Outcome::Diverged {
+                path,
+                at,
+                local,
+                remote,
+            } => {
+                self.diverged
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.to_owned());
+                warn(format_args!(
+                    "session {id}: this machine's copy and the remote's differ from line {} on \
+                     ({local} lines here, {remote} on the remote {}): the session went on \
+                     differently in two places. {} is left as it is and resumed, without the \
+                     remote's turns after the difference; new lines of session {id} are kept \
+                     here only (not published), so the remote's copy stays whole. To take \
+                     the remote's copy instead, move that file away and run \
+                     `strata -r {id} --remote {}` again; to keep both, resume this copy with \
+                     --fork-session (a new session id, published as its own)",
+                    at + 1,
+                    self.connection.describe(),
+                    path.display(),
+                    self.connection.describe(),
+                ));
             }
-            writer.close()
-        })
-        .await
-        .map_err(|e| Failure::failed(format!("rebuilding the session failed: {e}")))?;
-        written.map_err(|e| Failure::failed(format!("rebuilding session {id}: {e}")))
+            rebuild::Outcome::Changed(path) => warn(format_args!(
+                "session {id}: {} changed while it was compared with the remote (another \
+                 strata process has the session open?); it is left as it is",
+                path.display()
+            )),
+        }
+        Ok(())
+    }
+
+    /// Waits for the bucket and stream, at most [`REBUILD_LIMIT`]; `local`: a copy of
+    /// the session is here, so a server whose first attempt already failed is not
+    /// waited for.
+    async fn reachable(&self, local: bool) -> bool {
+        let mut state = self.connection.state();
+        let given_up = async {
+            if local
+                && state
+                    .wait_for(|s| s.status == RemoteConnectionStatus::Disconnected)
+                    .await
+                    .is_ok()
+            {
+                return;
+            }
+            std::future::pending::<()>().await;
+        };
+        let ready = async {
+            tokio::select! {
+                _ = self.connection.ready() => true,
+                () = given_up => false,
+            }
+        };
+        tokio::time::timeout(REBUILD_LIMIT, ready)
+            .await
+            .unwrap_or(false)
     }
 }
 
@@ -183,12 +255,16 @@ pub(crate) struct SessionLink {
     connection: RemoteConnection,
     publisher: Arc<TranscriptPublisher>,
     runtime: Arc<RemoteRuntime>,
+    titles: Arc<Titles>,
+    diverged: Diverged,
     attached: Option<Attached>,
 }
 
 struct Attached {
     port: Arc<KvMetadataPort>,
     _watch: OwnKeyWatch,
+    /// Keeps the document's `model` on the session's model.
+    _model: strata_store::Subscription,
     status: Option<tokio::task::JoinHandle<()>>,
     spill: PathBuf,
 }
@@ -196,7 +272,11 @@ struct Attached {
 impl SessionLink {
     /// The engine's mirror: every transcript line to the outbox.
     pub(crate) fn mirror(&self) -> Arc<dyn TranscriptMirror> {
-        Arc::new(Mirror(Arc::clone(&self.publisher)))
+        Arc::new(Mirror {
+            publisher: Arc::clone(&self.publisher),
+            titles: Arc::clone(&self.titles),
+            diverged: Arc::clone(&self.diverged),
+        })
     }
 
     /// Attaches the open session: the metadata (restored from the remote when it is
@@ -222,10 +302,26 @@ impl SessionLink {
                 )),
             }
         }
+        let transcript = engine.transcript_path();
+        // The title of the lines written before this process (a resumed session).
+        let read = transcript.clone();
+        let history = tokio::task::spawn_blocking(move || {
+            let mut scan = TitleScan::default();
+            if let Ok(bytes) = std::fs::read(&read) {
+                scan.feed(&bytes);
+            }
+            scan
+        })
+        .await
+        .unwrap_or_default();
         let mut fields = Map::new();
         fields.insert("cwd".into(), Value::from(engine.init_message().cwd));
         fields.insert("model".into(), Value::from(engine.model()));
         fields.insert("status".into(), Value::from("active"));
+        let title = self.titles.start(history);
+        if let Some(title) = &title {
+            fields.insert("title".into(), Value::from(title.clone()));
+        }
         let initial = SessionMetadataPatch {
             permission_mode: store.store().get().tool_permission_context.mode.external(),
             is_ultraplan_mode: None,
@@ -238,8 +334,9 @@ impl SessionLink {
             self.runtime.handle(),
         ));
         store.effects().set_remote(Some(Arc::clone(&port) as _));
+        self.titles.attach(Arc::clone(&port), title);
+        let model = follow_model(engine, Arc::clone(&port));
         let watch = port.watch_own_key(store.clone());
-        let transcript = engine.transcript_path();
         let session_dir = SessionLayout::from_transcript_path(config_dir, &transcript).map_or_else(
             || transcript.with_extension(""),
             |layout| layout.session_dir(),
@@ -248,6 +345,7 @@ impl SessionLink {
         self.attached = Some(Attached {
             port,
             _watch: watch,
+            _model: model,
             status: None,
             spill: strata_remote::spill_path(&session_dir),
         });
@@ -345,15 +443,105 @@ async fn follow_status(
     }
 }
 
+/// Keeps the document's `model` on the model the session's next request uses: after a
+/// `/model`, a `set_model` control request or a settings edit (the app state's
+/// `main_loop_model`, else the settings' `model`, else the provider's default).
+fn follow_model(engine: &Engine, port: Arc<KvMetadataPort>) -> strata_store::Subscription {
+    let default = engine.default_model().map(str::to_owned);
+    engine.app_store().store().subscribe_select(
+        |s| (s.main_loop_model.clone(), s.settings.model.clone()),
+        move |(chosen, configured)| {
+            let model = chosen
+                .as_ref()
+                .map(ToString::to_string)
+                .or_else(|| configured.clone())
+                .or_else(|| default.clone())
+                .unwrap_or_default();
+            port.set_field("model", Value::from(model));
+        },
+    )
+}
+
+/// The session's title as `strata sessions list` shows it (a custom or AI title, else
+/// the first prompt), followed through the mirrored lines and written into the metadata
+/// document's `title` whenever it changes.
+#[derive(Default)]
+struct Titles(Mutex<TitleState>);
+
+#[derive(Default)]
+struct TitleState {
+    /// The transcript's lines from before this process (read at attach).
+    history: TitleScan,
+    /// The lines this process mirrored.
+    recent: TitleScan,
+    /// The title the port was given last.
+    told: Option<String>,
+    /// Set at attach; until then the title only accumulates.
+    port: Option<Arc<KvMetadataPort>>,
+}
+
+impl Titles {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TitleState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the lines from before this process; returns the title so far.
+    fn start(&self, history: TitleScan) -> Option<String> {
+        let mut state = self.lock();
+        state.history = history;
+        state.history.then(&state.recent).title()
+    }
+
+    /// From now on a new title goes to `port`, which starts with `told`.
+    fn attach(&self, port: Arc<KvMetadataPort>, told: Option<String>) {
+        let mut state = self.lock();
+        state.port = Some(port);
+        state.told = told;
+        state.tell();
+    }
+
+    /// One mirrored line.
+    fn line(&self, json: &str) {
+        let mut state = self.lock();
+        state.recent.feed_line(json);
+        state.tell();
+    }
+}
+
+impl TitleState {
+    fn tell(&mut self) {
+        let Some(port) = &self.port else { return };
+        if let Some(title) = self.history.then(&self.recent).title()
+            && self.told.as_ref() != Some(&title)
+        {
+            port.set_field("title", Value::from(title.clone()));
+            self.told = Some(title);
+        }
+    }
+}
+
 /// The engine's [`TranscriptMirror`] over the publisher.
-struct Mirror(Arc<TranscriptPublisher>);
+struct Mirror {
+    publisher: Arc<TranscriptPublisher>,
+    titles: Arc<Titles>,
+    diverged: Diverged,
+}
 
 impl TranscriptMirror for Mirror {
     fn line(&self, session_id: &str, uuid: Option<&str>, json: &str) {
         // A line without a uuid of its own (metadata) gets one now: the id only has to
         // stay the same across retries of the line, which the outbox (and its spill
         // file) keeps.
+        self.titles.line(json);
+        if self
+            .diverged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(session_id)
+        {
+            return;
+        }
         let id = uuid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
-        self.0.publish(session_id, &id, json);
+        self.publisher.publish(session_id, &id, json);
     }
 }

@@ -140,6 +140,244 @@ async fn a_session_moves_between_two_hosts_through_nats() {
     assert_eq!(replicated, rebuilt);
 }
 
+/// The session's id from a `--output-format json` run.
+fn session_of(run: &headless_support::Run) -> String {
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    serde_json::from_str::<Value>(run.stdout.trim()).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The stream's lines as a transcript file holds them (each ended by a newline).
+fn as_file(lines: &[String]) -> Vec<u8> {
+    lines
+        .iter()
+        .flat_map(|l| [l.as_bytes(), b"\n"].concat())
+        .collect()
+}
+
+/// A turn of session `id` on a host, with the remote on.
+async fn turn(
+    env: &Env,
+    server: &MockServer,
+    url: &str,
+    id: &str,
+    prompt: &str,
+) -> headless_support::Run {
+    env.run(
+        Some(server),
+        &[
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "-r",
+            id,
+            "--remote",
+            url,
+        ],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_1_a_session_moves_back_a_to_b_to_a_and_a_sees_b_s_turn() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let connection = connect(&url).await;
+    let server = MockServer::start().await.unwrap();
+    let (a, b) = (Env::new(), Env::new());
+
+    server.push(MockResponse::text("noted"));
+    let id = session_of(
+        &a.run(
+            Some(&server),
+            &[
+                "-p",
+                "remember 42",
+                "--output-format",
+                "json",
+                "--remote",
+                &url,
+            ],
+        )
+        .await,
+    );
+    server.push(MockResponse::text("now it is 43"));
+    let run = turn(&b, &server, &url, &id, "make it 43").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+
+    // Back on host A, whose copy lacks B's turn.
+    server.push(MockResponse::text("43"));
+    let run = turn(&a, &server, &url, &id, "what is it now?").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(!run.stderr.contains("differ"), "{}", run.stderr);
+    let asked = server.requests().last().unwrap().body_text();
+    assert!(
+        asked.contains("make it 43") && asked.contains("now it is 43"),
+        "the resumed session on A sees B's turn: {asked}"
+    );
+    assert!(asked.contains("remember 42"), "and A's own first turn");
+    let (path, _) = transcript_lines(&a);
+    let replicated = fetch_lines(&connection, &id).await.unwrap();
+    assert_eq!(
+        String::from_utf8(std::fs::read(&path).unwrap()).unwrap(),
+        String::from_utf8(as_file(&replicated)).unwrap(),
+        "A's file is byte for byte what the stream holds: one history, no fork"
+    );
+    assert_eq!(
+        replicated
+            .iter()
+            .filter(|l| l.contains("make it 43"))
+            .count(),
+        1,
+        "B's prompt once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_1_a_copy_that_differs_from_the_remote_is_left_untouched_and_said() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let server = MockServer::start().await.unwrap();
+    let (a, b) = (Env::new(), Env::new());
+
+    server.push(MockResponse::text("noted"));
+    let id = session_of(
+        &a.run(
+            Some(&server),
+            &[
+                "-p",
+                "remember 42",
+                "--output-format",
+                "json",
+                "--remote",
+                &url,
+            ],
+        )
+        .await,
+    );
+    // B goes on through the remote; A goes on without it: two histories.
+    server.push(MockResponse::text("b-reply-7731"));
+    assert_eq!(
+        turn(&b, &server, &url, &id, "b-turn-7731").await.code,
+        Some(0)
+    );
+    server.push(MockResponse::text("a-reply-5512"));
+    let run = a
+        .run(
+            Some(&server),
+            &["-p", "a-turn-5512", "--output-format", "json", "-r", &id],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let (path, _) = transcript_lines(&a);
+    let before = std::fs::read(&path).unwrap();
+    let connection = connect(&url).await;
+    let remote = fetch_lines(&connection, &id).await.unwrap();
+
+    // Resuming A's copy with the remote changes none of its lines, and says why.
+    server.push(MockResponse::text("still A"));
+    let run = turn(&a, &server, &url, &id, "and now?").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&id)
+            && run.stderr.contains("differ")
+            && run.stderr.contains("--fork-session"),
+        "the user is told which session, that the copies differ and what to do: {}",
+        run.stderr
+    );
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(
+        after[..before.len()],
+        before[..],
+        "no local line lost or rewritten"
+    );
+    let asked = server.requests().last().unwrap().body_text();
+    assert!(
+        asked.contains("a-turn-5512") && !asked.contains("b-turn-7731"),
+        "{asked}"
+    );
+    assert_eq!(
+        fetch_lines(&connection, &id).await.unwrap(),
+        remote,
+        "the stream keeps B's history alone: A's new lines are not mixed into it"
+    );
+
+    // The way out it names: A's copy, forked, is published as a session of its own.
+    server.push(MockResponse::text("forked"));
+    let run = a
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "fork it",
+                "--output-format",
+                "json",
+                "-r",
+                &id,
+                "--fork-session",
+                "--remote",
+                &url,
+            ],
+        )
+        .await;
+    let fork = session_of(&run);
+    assert_ne!(fork, id);
+    let published = fetch_lines(&connection, &fork).await.unwrap();
+    assert!(
+        published.iter().any(|l| l.contains("fork it")),
+        "{published:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_1_a_local_copy_is_resumed_at_once_when_the_remote_cannot_be_reached() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port(); // closed again: nothing listens there
+    let url = format!("nats://127.0.0.1:{port}");
+    let server = MockServer::start().await.unwrap();
+    let env = Env::new();
+    server.push(MockResponse::text("noted"));
+    let id = session_of(
+        &env.run(
+            Some(&server),
+            &[
+                "-p",
+                "remember 7",
+                "--output-format",
+                "json",
+                "--remote",
+                &url,
+            ],
+        )
+        .await,
+    );
+    server.push(MockResponse::text("7"));
+    let started = Instant::now();
+    let run = turn(&env, &server, &url, &id, "what was it?").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("cannot be reached") && run.stderr.contains(&id),
+        "the user is told the local copy is resumed: {}",
+        run.stderr
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "not the full 10 s wait for a server already known to be away: {:?}",
+        started.elapsed()
+    );
+    let asked = server.requests().last().unwrap().body_text();
+    assert!(
+        asked.contains("remember 7"),
+        "the local history was resumed"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mode_change_made_in_the_bucket_reaches_a_running_session() {
     let nats = NatsServer::start();
@@ -231,4 +469,135 @@ async fn a_remote_that_cannot_be_reached_at_start_leaves_a_local_session_and_say
         "the local transcript is written"
     );
     assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+/// Polls the session's document in the bucket until `wanted` holds (fails after 10 s).
+async fn doc_until(
+    connection: &RemoteConnection,
+    id: &str,
+    what: &str,
+    wanted: impl Fn(&Value) -> bool,
+) -> Value {
+    let bucket = connection.bucket().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let doc = bucket
+            .get(id)
+            .await
+            .unwrap()
+            .map(|bytes| serde_json::from_slice::<Value>(&bytes).unwrap());
+        if let Some(doc) = doc.filter(|d| wanted(d)) {
+            return doc;
+        }
+        assert!(Instant::now() < deadline, "the document never had {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fx1_the_document_carries_the_listing_title_and_follows_the_model() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let connection = connect(&url).await;
+    let server = MockServer::start().await.unwrap();
+    let a = Env::new();
+    let mut s = Driver::spawn(a.command(
+        Some(&server),
+        &[
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--input-format",
+            "stream-json",
+            "--model",
+            "claude-first",
+            "--remote",
+            &url,
+        ],
+    ));
+    let init = s
+        .until(|l| l["type"] == "system" && l["subtype"] == "init")
+        .await;
+    let id = init["session_id"].as_str().unwrap().to_owned();
+    server.push(MockResponse::text("done"));
+    s.prompt("tidy the parser please").await;
+    assert_eq!(s.result().await["subtype"], "success");
+    let doc = doc_until(&connection, &id, "the first prompt as title", |d| {
+        d["title"] == "tidy the parser please"
+    })
+    .await;
+    assert_eq!(doc["model"], "claude-first");
+
+    // The model changes while the session runs.
+    s.control(
+        "sm",
+        json!({"subtype": "set_model", "model": "claude-second"}),
+    )
+    .await;
+    assert_eq!(s.response("sm").await["response"]["subtype"], "success");
+    doc_until(&connection, &id, "the new model", |d| {
+        d["model"] == "claude-second"
+    })
+    .await;
+    let finished = s.finish().await;
+    assert_eq!(finished.code, Some(0), "{}", finished.stderr);
+
+    // It is what `sessions list` shows as the title.
+    let listed = a.run(None, &["sessions", "list", "--json"]).await;
+    let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["sessionId"] == id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        row["title"].as_str().or(row["firstPrompt"].as_str()),
+        Some("tidy the parser please")
+    );
+
+    // Resumed on another host, the title is still the session's first prompt.
+    let b = Env::new();
+    server.push(MockResponse::text("again"));
+    let run = turn(&b, &server, &url, &id, "a later prompt").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let doc = doc_until(&connection, &id, "the ended resumed session", |d| {
+        d["status"] == "ended"
+    })
+    .await;
+    assert_eq!(doc["title"], "tidy the parser please");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_no_session_persistence_publishes_nothing_to_the_stream() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let connection = connect(&url).await;
+    let server = MockServer::start().await.unwrap();
+    let env = Env::new();
+    server.push(MockResponse::text("not kept"));
+    let run = env
+        .run(
+            Some(&server),
+            &[
+                "-p",
+                "forget this",
+                "--output-format",
+                "json",
+                "--no-session-persistence",
+                "--remote",
+                &url,
+            ],
+        )
+        .await;
+    let id = session_of(&run);
+    assert!(env.transcripts().is_empty(), "nothing written locally");
+    assert!(fetch_lines(&connection, &id).await.unwrap().is_empty());
+    let mut stream = connection.ready().await.stream;
+    assert_eq!(
+        stream.info().await.unwrap().state.messages,
+        0,
+        "no line of any session reached the stream"
+    );
 }

@@ -6,7 +6,10 @@
 //!   is shown (markup in a prompt shown as text), and a click on the mode control reaches
 //!   the running session — its `system/status` reports the new mode — within 200 ms (the
 //!   issue's target); a `bypassPermissions` it may not enter is refused and the page says
-//!   so.
+//!   so. The 200 ms run from the click as the page's listener saw it (`Date.now()`, read
+//!   back afterwards) to the moment the session's status line came out of its stdout, as
+//!   a reader thread of its own stamped it (the wall clock, same machine): never from
+//!   when the test, busy with WebDriver round trips, got round to reading it.
 //! - Two strata processes with their own config directories act as two hosts: a session
 //!   run on the first is resumed on the second from NATS (`-r <id> --remote`), and the
 //!   page shows it moving (ended, then active again with the first host's conversation)
@@ -29,7 +32,7 @@ use serde_json::{Value, json};
 use strata_testkit::{MockResponse, MockServer, NatsServer, Reply};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use headless_support::{Driver, Env};
+use headless_support::{Env, Finished, LIMIT};
 
 /// The target: a mode change made in the page reaches a running session within
 /// this long.
@@ -243,17 +246,120 @@ async fn serve(env: &Env, nats: &NatsServer) -> Serve {
     }
 }
 
-/// The time from `then` to now (zero when the millisecond clock of the page put `then`
-/// a little after now).
-fn since(then: SystemTime) -> Duration {
-    SystemTime::now().duration_since(then).unwrap_or_default()
+/// Reads the session's stdout until its `system/status` reports `mode`; returns when
+/// that line came out.
+async fn reports_mode(session: &mut Session, mode: &str) -> SystemTime {
+    session
+        .until_stamped(|l| {
+            l["type"] == "system" && l["subtype"] == "status" && l["permissionMode"] == mode
+        })
+        .await
+        .0
 }
 
-/// Reads the session's stdout until its `system/status` reports `mode`.
-async fn reports_mode(session: &mut Driver, mode: &str) -> Value {
-    session
-        .until(|l| l["type"] == "system" && l["subtype"] == "status" && l["permissionMode"] == mode)
-        .await
+/// A stream-json session whose stdout is read by a thread of its own, every line stamped
+/// with the wall clock as it arrives.
+struct Session {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    lines: tokio::sync::mpsc::UnboundedReceiver<(SystemTime, Value)>,
+    seen: Vec<Value>,
+}
+
+impl Session {
+    fn spawn(mut cmd: tokio::process::Command) -> Self {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take();
+        // A blocking descriptor for the thread (tokio's own is non-blocking).
+        let stdout = std::fs::File::from(child.stdout.take().unwrap().into_owned_fd().unwrap());
+        let (sender, lines) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let at = SystemTime::now();
+                let value = serde_json::from_str(&line).unwrap_or(Value::String(line));
+                if sender.send((at, value)).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads lines until one matches `pred`; returns it with the time it came out.
+    async fn until_stamped(&mut self, pred: impl Fn(&Value) -> bool) -> (SystemTime, Value) {
+        loop {
+            let next = tokio::time::timeout(LIMIT, self.lines.recv()).await;
+            let (at, line) = next
+                .unwrap_or_else(|_| panic!("no line in time; lines so far: {:#?}", self.seen))
+                .unwrap_or_else(|| panic!("stdout ended; lines so far: {:#?}", self.seen));
+            self.seen.push(line.clone());
+            if pred(&line) {
+                return (at, line);
+            }
+        }
+    }
+
+    async fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        self.until_stamped(pred).await.1
+    }
+
+    async fn result(&mut self) -> Value {
+        self.until(|l| l["type"] == "result").await
+    }
+
+    async fn prompt(&mut self, text: &str) {
+        use tokio::io::AsyncWriteExt as _;
+        let line = json!({
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+            "parent_tool_use_id": null,
+        });
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// Closes stdin and waits for the process.
+    async fn finish(mut self) -> Finished {
+        use tokio::io::AsyncReadExt as _;
+        drop(self.stdin.take());
+        let mut rest = Vec::new();
+        while let Some((_, line)) = tokio::time::timeout(LIMIT, self.lines.recv())
+            .await
+            .expect("stdout closed in time")
+        {
+            rest.push(line);
+        }
+        let mut stderr = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            e.read_to_string(&mut stderr).await.unwrap();
+        }
+        let status = tokio::time::timeout(LIMIT, self.child.wait())
+            .await
+            .expect("exit in time")
+            .unwrap();
+        let mut all = self.seen;
+        all.extend(rest.iter().cloned());
+        Finished {
+            code: status.code(),
+            rest,
+            all,
+            stderr,
+        }
+    }
 }
 
 fn stream_json_session(
@@ -261,7 +367,7 @@ fn stream_json_session(
     server: &MockServer,
     nats: &NatsServer,
     extra: &[&str],
-) -> Driver {
+) -> Session {
     let mut args = vec![
         "-p",
         "--input-format",
@@ -274,7 +380,7 @@ fn stream_json_session(
     let url = nats.url();
     args.push(&url);
     args.extend_from_slice(extra);
-    Driver::spawn(env.command(Some(server), &args))
+    Session::spawn(env.command(Some(server), &args))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -347,8 +453,8 @@ async fn item4_the_page_lists_a_running_session_shows_its_conversation_and_steer
     let clicked = browser
         .click_timed("#modes button[data-mode=\"acceptEdits\"]")
         .await;
-    reports_mode(&mut session, "acceptEdits").await;
-    let took = since(clicked);
+    let reported = reports_mode(&mut session, "acceptEdits").await;
+    let took = reported.duration_since(clicked).unwrap_or_default();
     eprintln!("click to the session's system/status: {took:?}");
     assert!(
         took < MODE_CHANGE_TARGET,
@@ -445,8 +551,8 @@ async fn item4_done_when_a_session_moves_between_two_hosts_and_the_page_shows_an
     let clicked = browser
         .click_timed("#modes button[data-mode=\"plan\"]")
         .await;
-    reports_mode(&mut session, "plan").await;
-    let took = since(clicked);
+    let reported = reports_mode(&mut session, "plan").await;
+    let took = reported.duration_since(clicked).unwrap_or_default();
     eprintln!("click to host B's system/status: {took:?}");
     assert!(took < MODE_CHANGE_TARGET, "took {took:?}");
     browser
@@ -512,6 +618,31 @@ async fn item4_serve_says_when_the_nats_server_cannot_be_reached() {
     assert!(
         run.stderr.contains("cannot connect to the NATS server") && run.stderr.contains(&url),
         "{}",
+        run.stderr
+    );
+    assert!(run.stdout.is_empty(), "no address printed: {}", run.stdout);
+}
+
+#[tokio::test]
+async fn i17_serve_connects_with_the_settings_remote_block_and_names_a_missing_credentials_file() {
+    let env = Env::new();
+    std::fs::create_dir_all(&env.cfg).unwrap();
+    let creds = env.cfg.join("missing.creds");
+    std::fs::write(
+        env.cfg.join("settings.json"),
+        json!({"remote": {
+            "url": format!("nats://127.0.0.1:{}", free_port()),
+            "credentialsFile": creds,
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    // No --remote: the block's URL, and its credentials file, are the server's.
+    let run = env.run(None, &["serve", "--listen", "127.0.0.1:0"]).await;
+    assert_ne!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("credentials file") && run.stderr.contains(&*creds.to_string_lossy()),
+        "the error names the file: {}",
         run.stderr
     );
     assert!(run.stdout.is_empty(), "no address printed: {}", run.stdout);

@@ -8,22 +8,31 @@
 //! once the connection is up — also after a reconnect: what changed while the server was
 //! away is written when it returns.
 //!
-//! **Latest wins.** Each patch carries the time of the change. A document someone else
-//! wrote after that time (its `updated_at`) is newer: the writer then writes only this
-//! process's own fields and leaves the mode to the watch, which applies the newer
-//! document ([`crate::watch`]). The document a session starts with counts as older than
-//! anything stored, so a resumed session takes its mode from the metadata (FX-7). The
-//! port remembers the last document it wrote, so the watch does not take this process's
-//! own writes for changes made elsewhere (each document also names its writer,
-//! `written_by`, for people reading the bucket). A client that changes the document is
-//! expected to set `updated_at`; one that does not is taken to have made its change when
-//! the document was last written.
+//! **Ordered by the key's revision, not by clocks.** The bucket gives every write of a
+//! key a revision, monotonic per key; wall-clock times (`updated_at`) come from machines
+//! whose clocks may disagree, so they order nothing (a web server whose clock is behind
+//! must still have its change applied). Each patch records the newest revision of the
+//! key this process had seen when the change was made (its base). A stored document of
+//! a later revision that this process did not write is a change made elsewhere that
+//! this one did not know of: it reached the server first and wins, as a compare-and-set
+//! on the base would have it. The writer then writes only this process's own fields and
+//! leaves the mode to the watch, which applies that document ([`crate::watch`]); the
+//! watch in turn does not apply a document this process's newest change was made on
+//! (seen already). The document a session starts with has base 0, older than anything
+//! stored, so a resumed session takes its mode from the metadata (FX-7). A change made
+//! before this process saw any revision (it started while the server was away) has no
+//! base: it is written over what is stored, and the watch does not apply a document
+//! older than that write (a mode chosen while away is not reverted on the return). The port
+//! remembers the last document it wrote, so the watch does not take this process's own
+//! writes for changes made elsewhere (each document also names its writer,
+//! `written_by`, and its time, `updated_at`, for people reading the bucket).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_nats::jetstream::kv;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::{Map, Value};
 use strata_state::effects::RemoteMetadataPort;
 use strata_state::{AppStore, EffectError, SessionExternalMetadata, SessionMetadataPatch};
@@ -48,10 +57,14 @@ const MAX_CONFLICTS: usize = 16;
 /// What the document should say, as far as this process is concerned.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Desired {
-    /// The permission-mode patch and when the change was made.
+    /// The permission-mode patch.
     pub patch: SessionMetadataPatch,
-    /// When the patch's change happened.
-    pub changed_at: DateTime<Utc>,
+    /// The newest revision of the key this process had seen when the patch's change was
+    /// made: a document of a later revision written elsewhere wins over the patch.
+    /// `Some(0)`: the start-up document, older than anything stored. `None`: a change
+    /// made before this process had seen any revision (the server was away): it is
+    /// written over whatever is stored, as a change made now.
+    pub base_revision: Option<u64>,
     /// The other keys this process owns (`model`, `title`, `status`, `cwd`).
     pub fields: Map<String, Value>,
     /// Counts the changes, so a flush knows when the newest one is written.
@@ -66,9 +79,11 @@ pub(crate) struct Shared {
     pub(crate) desired: watch::Sender<Desired>,
     /// The newest [`Desired::version`] written (or found already stored).
     pub(crate) written: watch::Sender<u64>,
-    /// The last document the watch applied, with its time: a patch equal to it is its
-    /// echo and keeps its time.
-    pub(crate) applied: Mutex<Option<(SessionExternalMetadata, DateTime<Utc>)>>,
+    /// The newest revision of the key the watch has delivered (this process's own
+    /// writes included): the base of a change made now.
+    pub(crate) seen: AtomicU64,
+    /// The revision of this process's newest write.
+    pub(crate) written_revision: AtomicU64,
     /// The last document this process wrote (recorded before the write, so the watch
     /// can never see it first): the watch does not take it for a change made elsewhere.
     pub(crate) last_written: Mutex<Option<Map<String, Value>>>,
@@ -122,7 +137,7 @@ impl KvMetadataPort {
                 is_ultraplan_mode: None,
             }),
             // Older than any stored document: the start-up mode never overrides one.
-            changed_at: DateTime::<Utc>::UNIX_EPOCH,
+            base_revision: Some(0),
             fields,
             version: u64::from(pending),
         };
@@ -137,7 +152,8 @@ impl KvMetadataPort {
             writer: format!("strata-{}", uuid::Uuid::new_v4()),
             desired,
             written: watch::Sender::new(0),
-            applied: Mutex::new(None),
+            seen: AtomicU64::new(0),
+            written_revision: AtomicU64::new(0),
             last_written: Mutex::new(None),
         });
         let task_shared = Arc::clone(&shared);
@@ -176,7 +192,7 @@ impl KvMetadataPort {
     }
 
     /// Watches the session's key and applies changes made elsewhere to `store`, by the
-    /// latest-wins rule shared with this port (see the crate docs).
+    /// revision order shared with this port (see the module docs).
     pub fn watch_own_key(&self, store: AppStore) -> OwnKeyWatch {
         crate::watch::spawn(
             self.connection.clone(),
@@ -212,40 +228,18 @@ impl Drop for KvMetadataPort {
 
 impl RemoteMetadataPort for KvMetadataPort {
     fn session_metadata_changed(&self, patch: &SessionMetadataPatch) -> Result<(), EffectError> {
-        // The echo of a document the watch applied keeps that document's time, so it
-        // does not count as a newer local change.
-        let applied = self
-            .shared
-            .applied
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let changed_at = match applied {
-            Some((doc, at)) if same_mode(&doc, patch) => at,
-            _ => Utc::now(),
-        };
+        // The change is made on what the watch has delivered so far (the echo of a
+        // document it applied is made on that document's revision, so it is not newer).
+        // Nothing seen yet (the server is away): the base is unknown.
+        let base_revision = Some(self.shared.seen.load(Ordering::Acquire)).filter(|r| *r > 0);
         // Never blocks: the slot keeps the newest patch for the writer task.
         self.shared.desired.send_modify(|d| {
             d.patch = *patch;
-            d.changed_at = changed_at;
+            d.base_revision = base_revision;
             d.version += 1;
         });
         Ok(())
     }
-}
-
-/// Whether `doc` says what `patch` says.
-pub(crate) fn same_mode(doc: &SessionExternalMetadata, patch: &SessionMetadataPatch) -> bool {
-    doc.permission_mode() == Some(patch.permission_mode.as_str())
-        && doc.is_ultraplan_mode().filter(|f| *f) == patch.is_ultraplan_mode.filter(|f| *f)
-}
-
-/// The document's `updated_at`, when it is a time.
-pub(crate) fn updated_at(doc: &Map<String, Value>) -> Option<DateTime<Utc>> {
-    doc.get(UPDATED_AT)
-        .and_then(Value::as_str)
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// The document after `patch` and `fields` are merged into `stored` (merge-patch rules:
@@ -272,9 +266,9 @@ fn without_stamps(doc: &Map<String, Value>) -> Map<String, Value> {
     doc
 }
 
-/// Writes `patch` (and `fields`) to key `session` now, as a change made now: read, merge,
-/// compare, compare-and-set. Returns whether anything was written (`false`: the stored
-/// document already says it).
+/// Writes `patch` (and `fields`) to key `session` now, as a change made on the newest
+/// revision: read, merge, compare, compare-and-set (retried on a conflict). Returns
+/// whether anything was written (`false`: the stored document already says it).
 pub async fn write_metadata(
     bucket: &kv::Store,
     session: &str,
@@ -283,14 +277,14 @@ pub async fn write_metadata(
 ) -> Result<bool, RemoteError> {
     let desired = Desired {
         patch: *patch,
-        changed_at: Utc::now(),
+        base_revision: None,
         fields: fields.clone(),
         version: 0,
     };
     write_desired(bucket, session, &desired, None).await
 }
 
-/// Writes `desired` by the latest-wins rule (module docs), as the port sharing `shared`
+/// Writes `desired` by the revision order (module docs), as the port sharing `shared`
 /// (none: a one-off write). Returns whether anything was written.
 pub(crate) async fn write_desired(
     bucket: &kv::Store,
@@ -318,7 +312,8 @@ pub(crate) async fn write_desired(
             Some(entry) => (Map::new(), Some(entry.revision)),
             None => (Map::new(), None),
         };
-        // Someone else's newer document keeps its mode (the watch applies it here).
+        // A document written elsewhere after the revision this change was made on keeps
+        // its mode (the watch applies it here).
         let ours = shared.is_some_and(|s| {
             s.last_written
                 .lock()
@@ -326,8 +321,10 @@ pub(crate) async fn write_desired(
                 .as_ref()
                 == Some(&stored)
         });
-        let theirs_is_newer =
-            !ours && updated_at(&stored).is_some_and(|at| at > desired.changed_at);
+        let theirs_is_newer = !ours
+            && revision
+                .zip(desired.base_revision)
+                .is_some_and(|(stored, base)| stored > base);
         let patch = (!theirs_is_newer).then_some(&desired.patch);
         let mut next = merged_document(&stored, &desired.fields, patch);
         // Echo suppression (issue 17 item 2): nothing new, nothing written.
@@ -347,23 +344,30 @@ pub(crate) async fn write_desired(
         }
         let bytes = serde_json::to_vec(&next)
             .map_err(|error| RemoteError::js("encoding session metadata", error))?;
-        // `Ok(false)`: another writer got in between (read again and merge onto its
+        // `Ok(None)`: another writer got in between (read again and merge onto its
         // document); other failures end the attempt (the caller retries later).
         let written = match revision {
             Some(revision) => match bucket.update(session, bytes.into(), revision).await {
-                Ok(_) => Ok(true),
-                Err(error) if error.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(false),
+                Ok(revision) => Ok(Some(revision)),
+                Err(error) if error.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(None),
                 Err(error) => Err(error.to_string()),
             },
             None => match bucket.create(session, bytes.into()).await {
-                Ok(_) => Ok(true),
-                Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => Ok(false),
+                Ok(revision) => Ok(Some(revision)),
+                Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => Ok(None),
                 Err(error) => Err(error.to_string()),
             },
         };
         match written {
-            Ok(true) => return Ok(true),
-            Ok(false) => tracing::debug!(session, "metadata write conflicted; re-reading"),
+            Ok(Some(revision)) => {
+                if let Some(shared) = shared {
+                    shared
+                        .written_revision
+                        .fetch_max(revision, Ordering::AcqRel);
+                }
+                return Ok(true);
+            }
+            Ok(None) => tracing::debug!(session, "metadata write conflicted; re-reading"),
             Err(error) => return Err(RemoteError::js("writing session metadata", error)),
         }
     }
@@ -402,25 +406,5 @@ mod tests {
         let doc = merged_document(&stored, &fields, None);
         assert_eq!(doc["permission_mode"], "plan");
         assert_eq!(doc["status"], "active");
-    }
-
-    #[test]
-    fn the_echo_of_an_applied_document_is_recognised() {
-        let doc = SessionExternalMetadata(obj(json!({"permission_mode": "plan"})));
-        let plan = SessionMetadataPatch {
-            permission_mode: M::Plan,
-            is_ultraplan_mode: None,
-        };
-        assert!(same_mode(&doc, &plan));
-        let accept = SessionMetadataPatch {
-            permission_mode: M::AcceptEdits,
-            is_ultraplan_mode: None,
-        };
-        assert!(!same_mode(&doc, &accept));
-        let at = obj(json!({"updated_at": "2030-01-02T03:04:05.000006Z"}));
-        assert_eq!(
-            updated_at(&at).unwrap().to_rfc3339(),
-            "2030-01-02T03:04:05.000006+00:00"
-        );
     }
 }

@@ -9,12 +9,15 @@
 //! The watch waits for the connection and is made again after any failure, so it
 //! survives the server going away (it then starts again with the current value, which is
 //! how a change made while this process was cut off arrives). Linked with the session's
-//! [`KvMetadataPort`](crate::KvMetadataPort), it follows the port's latest-wins rule:
-//! the document this process last wrote is not a change, and a document older than this
-//! process's own newest change is not applied (the port writes that change instead).
+//! [`KvMetadataPort`](crate::KvMetadataPort), it follows the port's rule, which orders
+//! changes by the key's revision and never by a clock (FX-7: a client whose clock is
+//! behind still has its change applied): the document this process last wrote is not a
+//! change, and a document whose revision this process's newest change was made on has
+//! been seen already (the port writes that change instead, on top of it).
 //! A document carrying a mode request (the web view's control) is answered once applied
 //! ([`crate::mode_request`]).
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -23,7 +26,7 @@ use futures::StreamExt;
 use strata_state::{AppStore, SessionExternalMetadata};
 
 use crate::connection::RemoteConnection;
-use crate::port::{Shared, updated_at};
+use crate::port::Shared;
 
 /// A running watch; dropping it stops the watch.
 pub struct OwnKeyWatch {
@@ -90,9 +93,9 @@ pub(crate) fn spawn(
     OwnKeyWatch { task }
 }
 
-/// Applies `entry` to `store` unless it is this process's own write or older than its
-/// newest change; returns the document when it was applied (a mode request it holds is
-/// then answered).
+/// Applies `entry` to `store` unless it is this process's own write or superseded by
+/// this process's newest change (see the port's rule); returns the document when it was
+/// applied (a mode request it holds is then answered).
 fn apply(
     entry: &kv::Entry,
     session: &str,
@@ -114,21 +117,34 @@ fn apply(
         }
     };
     if let Some(port) = port {
-        let doc = &metadata.0;
+        // Changes made from now on are made on this revision (before the store changes,
+        // so the echo of this document is not newer than it).
+        port.seen.fetch_max(entry.revision, Ordering::AcqRel);
         let own = port
             .last_written
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
-            == Some(doc);
+            == Some(&metadata.0);
         if own {
             return None; // this process's own write
         }
-        let at = updated_at(doc).unwrap_or_else(chrono::Utc::now);
-        if at < port.desired.borrow().changed_at {
-            return None; // older than this process's newest change, which wins
+        let desired = port.desired.borrow();
+        let superseded = match desired.base_revision {
+            // Seen already: this process's newest change was made on it.
+            Some(base) => entry.revision <= base,
+            // The newest change was made with nothing seen: it is written over this
+            // document (still to come, or already at a later revision).
+            None => {
+                *port.written.borrow() < desired.version
+                    || entry.revision <= port.written_revision.load(Ordering::Acquire)
+            }
+        };
+        // (The borrow must end before the store runs FX-1, which writes `desired`.)
+        drop(desired);
+        if superseded {
+            return None;
         }
-        *port.applied.lock().unwrap_or_else(PoisonError::into_inner) = Some((metadata.clone(), at));
     }
     store.apply_external_metadata(&metadata);
     Some(metadata)

@@ -73,6 +73,48 @@ impl SessionSummary {
     }
 }
 
+/// What a listing shows as a session's title — its custom title, else its AI title, else
+/// its first prompt (else the slash command it started with) — read from transcript
+/// lines as they come. The remote session metadata carries it (issue 17), so every place
+/// that names a session names it as `strata sessions list` does.
+#[derive(Debug, Clone, Default)]
+pub struct TitleScan(ScanState);
+
+impl TitleScan {
+    /// Reads the complete lines of `bytes` (a last line without its newline is left out).
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.0.feed(bytes);
+    }
+
+    /// Reads one transcript line (without its newline).
+    pub fn feed_line(&mut self, line: &str) {
+        self.0.feed_lines(line.as_bytes());
+    }
+
+    /// The title the listing shows, `None` while the lines read name none.
+    pub fn title(&self) -> Option<String> {
+        let s = &self.0;
+        s.custom_title
+            .clone()
+            .or_else(|| s.ai_title.clone())
+            .or_else(|| s.first_prompt.clone())
+            .or_else(|| s.command.clone())
+    }
+
+    /// The scan of these lines followed by `later`'s: a title set later wins, the first
+    /// prompt stays the earliest.
+    pub fn then(&self, later: &TitleScan) -> TitleScan {
+        let (a, b) = (&self.0, &later.0);
+        TitleScan(ScanState {
+            custom_title: b.custom_title.clone().or_else(|| a.custom_title.clone()),
+            ai_title: b.ai_title.clone().or_else(|| a.ai_title.clone()),
+            first_prompt: a.first_prompt.clone().or_else(|| b.first_prompt.clone()),
+            command: a.command.clone().or_else(|| b.command.clone()),
+            ..ScanState::default()
+        })
+    }
+}
+
 /// A listing, with the files that could not be read.
 #[derive(Debug, Clone, Default)]
 pub struct Listing {
@@ -303,6 +345,35 @@ fn refresh_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn prompt(text: &str) -> String {
+        format!(
+            r#"{{"parentUuid":null,"isSidechain":false,"cwd":"/w/p","sessionId":"s1","type":"user","message":{{"role":"user","content":"{text}"}},"uuid":"u-{text}","timestamp":"2026-01-01T00:00:00.000Z"}}"#
+        )
+    }
+
+    #[test]
+    fn i17_the_title_is_the_listing_s_custom_then_ai_title_then_first_prompt() {
+        let mut scan = TitleScan::default();
+        assert_eq!(scan.title(), None);
+        scan.feed_line(&prompt("fix the parser"));
+        scan.feed_line(&prompt("and the tests"));
+        assert_eq!(scan.title().as_deref(), Some("fix the parser"));
+        scan.feed_line(r#"{"type":"ai-title","aiTitle":"Parser fix","sessionId":"s1"}"#);
+        assert_eq!(scan.title().as_deref(), Some("Parser fix"));
+        scan.feed_line(r#"{"type":"custom-title","customTitle":"mine","sessionId":"s1"}"#);
+        scan.feed_line(r#"{"type":"ai-title","aiTitle":"later","sessionId":"s1"}"#);
+        assert_eq!(scan.title().as_deref(), Some("mine"));
+
+        // Earlier lines followed by later ones: the later title, the earlier prompt.
+        let mut earlier = TitleScan::default();
+        earlier.feed(format!("{}\n", prompt("first")).as_bytes());
+        let mut later = TitleScan::default();
+        later.feed_line(&prompt("second"));
+        assert_eq!(earlier.then(&later).title().as_deref(), Some("first"));
+        later.feed_line(r#"{"type":"custom-title","customTitle":"renamed","sessionId":"s1"}"#);
+        assert_eq!(earlier.then(&later).title().as_deref(), Some("renamed"));
+    }
 
     /// Regression: `sessions list --all-projects` failed as a whole, listing nothing,
     /// when one project's folder could not be read.

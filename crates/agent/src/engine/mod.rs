@@ -331,6 +331,12 @@ impl Engine {
         self.inner.model()
     }
 
+    /// The provider's default model: what [`Engine::model`] is when neither the app state
+    /// (`main_loop_model`) nor the settings name one.
+    pub fn default_model(&self) -> Option<&str> {
+        self.inner.default_model.as_deref()
+    }
+
     /// The `system/init` message describing the session.
     pub fn init_message(&self) -> InitMessage {
         let inner = &self.inner;

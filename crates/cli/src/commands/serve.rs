@@ -1,12 +1,15 @@
-//! `strata serve --remote <nats-url> [--listen 127.0.0.1:PORT] [--allow-non-loopback]`:
+//! `strata serve [--remote <nats-url>] [--listen 127.0.0.1:PORT] [--allow-non-loopback]`:
 //! the live web view of the sessions replicated on a NATS server (issue 17 item 4).
 //!
 //! Thin: what the server does is `strata-web`'s. This module picks the address, refuses
 //! a non-loopback one unless asked for explicitly (the page has no login and changes
-//! permission modes, so anyone who reaches it steers the sessions), connects, prints the
-//! page's address as its first line on stdout, and runs until SIGINT or SIGTERM.
+//! permission modes, so anyone who reaches it steers the sessions), connects with the
+//! same options a session uses (`crate::remote::options`: the settings' `remote` block,
+//! its credentials file and TLS, `--remote` overriding its URL), prints the page's
+//! address as its first line on stdout, and runs until SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use clap::Args;
 use strata_web::ServeOptions;
@@ -18,13 +21,17 @@ use crate::headless::warn;
 /// The default address: loopback, a port of strata's own.
 const DEFAULT_LISTEN: &str = "127.0.0.1:8377";
 
+/// How long the server waits for the NATS server at start.
+const CONNECT_LIMIT: Duration = Duration::from_secs(10);
+
 /// Arguments of `strata serve`.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// The NATS JetStream server the sessions replicate on (`nats://host:port`), as
-    /// given to `strata --remote`.
+    /// given to `strata --remote`; default: the settings' `remote.url`. The settings'
+    /// credentials file and TLS are used either way.
     #[arg(long, value_name = "NATS_URL")]
-    remote: String,
+    remote: Option<String>,
     /// Where the web view listens (port 0: any free port, printed at start).
     #[arg(long, value_name = "ADDRESS", default_value = DEFAULT_LISTEN)]
     listen: SocketAddr,
@@ -53,21 +60,36 @@ pub(crate) fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.listen
         ));
     }
+    let config_dir =
+        strata_config::paths::config_dir().map_err(|e| Failure::usage(e.to_string()))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::failed(format!("cannot read the current directory: {e}")))?;
+    let remote = crate::remote::options(&config_dir, &cwd, None, args.remote.as_deref())?
+        .ok_or_else(|| {
+            Failure::usage(
+                "strata serve needs the NATS server the sessions replicate on: pass \
+                 --remote <nats-url>, or set `remote.url` in the settings",
+            )
+        })?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Failure::failed(format!("cannot start the async runtime: {e}")))?;
-    let result = runtime.block_on(serve(args, !loopback));
+    let result = runtime.block_on(serve(args, remote, !loopback));
     // The event streams never end by themselves; their tasks are dropped, not awaited.
     runtime.shutdown_background();
     result
 }
 
-async fn serve(args: ServeArgs, any_host: bool) -> anyhow::Result<()> {
+async fn serve(
+    args: ServeArgs,
+    remote: strata_remote::RemoteOptions,
+    any_host: bool,
+) -> anyhow::Result<()> {
     // The page is about the server: without it there is nothing to show, so it is
     // waited for (ten seconds) and its absence is the command's error.
-    let connection = strata_remote::RemoteConnection::connect_url(&args.remote)
+    let connection = strata_remote::RemoteConnection::connect(&remote, CONNECT_LIMIT)
         .await
         .map_err(|e| Failure::failed(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -78,7 +100,7 @@ async fn serve(args: ServeArgs, any_host: bool) -> anyhow::Result<()> {
         .map_err(|e| Failure::failed(format!("cannot listen on {}: {e}", args.listen)))?;
     output::println(&format!(
         "strata serve: http://{address}/ (the sessions on {}; Ctrl-C stops)",
-        args.remote
+        remote.describe()
     ))?;
     let options = ServeOptions { any_host };
     tokio::select! {

@@ -46,7 +46,12 @@ impl ScanState {
     /// advances `scanned` past them; a last line without its newline is left for later.
     pub(crate) fn feed(&mut self, buf: &[u8]) {
         let complete = memchr::memrchr(b'\n', buf).map_or(0, |k| k + 1);
-        let buf = &buf[..complete];
+        self.feed_lines(&buf[..complete]);
+    }
+
+    /// Summarises `buf`, whose lines are all complete (the last may lack its newline),
+    /// and advances `scanned` past it.
+    pub(crate) fn feed_lines(&mut self, buf: &[u8]) {
         let mut last_with_time = None;
         for (start, end) in lines(buf) {
             // A bad record is skipped (and counted) here too, so the listing's message
@@ -97,7 +102,7 @@ impl ScanState {
         if let Some(t) = last_timestamp(buf, last_with_time) {
             self.updated_at = Some(t);
         }
-        self.scanned += complete as u64;
+        self.scanned += buf.len() as u64;
     }
 
     /// The summary with `tail` (the bytes after the last newline) counted too, when it
