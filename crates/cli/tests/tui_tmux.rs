@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 mod headless_support;
+mod tmux_support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,123 +14,9 @@ use std::time::{Duration, Instant};
 use headless_support::Env;
 use serde_json::json;
 use strata_testkit::{MockServer, Reply};
+use tmux_support::Pane;
 
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// One tmux server (its own socket) with one pane running strata.
-struct Pane {
-    socket: String,
-}
-
-impl Pane {
-    /// Starts `strata <args>` in `env`'s project on a `cols` × `rows` pane, or `None`
-    /// when tmux is missing.
-    fn start(
-        env: &Env,
-        server: Option<&MockServer>,
-        args: &[&str],
-        cols: u16,
-        rows: u16,
-    ) -> Option<Pane> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            eprintln!("tmux is not installed: skipping the tmux end-to-end test");
-            return None;
-        }
-        let socket = format!("strata-test-{}-{}", std::process::id(), uuid_like());
-        let mut cmd = format!(
-            "cd '{}' && env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OPENAI_BASE_URL \
-             STRATA_CONFIG_DIR='{}' HOME='{}' TERM=xterm-256color",
-            env.proj.display(),
-            env.cfg.display(),
-            env.home.display()
-        );
-        if let Some(s) = server {
-            cmd.push_str(&format!(
-                " ANTHROPIC_BASE_URL='{}' ANTHROPIC_API_KEY=test-key",
-                s.url()
-            ));
-        }
-        cmd.push_str(&format!(" '{}'", env!("CARGO_BIN_EXE_strata")));
-        for a in args {
-            cmd.push_str(&format!(" '{a}'"));
-        }
-        // Keep the pane after strata exits so its last screen can be read.
-        cmd.push_str("; echo STRATA-EXITED=$?; sleep 30");
-        let ok = Command::new("tmux")
-            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x"])
-            .arg(cols.to_string())
-            .arg("-y")
-            .arg(rows.to_string())
-            .arg(cmd)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "tmux did not start");
-        let _ = Command::new("tmux")
-            .args(["-L", &socket, "set-option", "-g", "history-limit", "50000"])
-            .status();
-        Some(Pane { socket })
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// The pane's scrollback and screen.
-    fn capture(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-E", "-"])
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        self.tmux(&[&["send-keys"][..], keys].concat());
-    }
-
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-l", text]);
-    }
-
-    /// Waits until the pane shows `text`; fails with the pane's content after the
-    /// deadline.
-    fn wait_for(&self, text: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let pane = self.capture();
-            if pane.contains(text) {
-                return pane;
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "waited for {text:?}; the pane:\n{pane}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Pane {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-    }
-}
-
-fn uuid_like() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed) * 1000
-        + u64::from(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .subsec_micros(),
-        )
-}
 
 /// The transcripts written under the config directory.
 fn transcripts(env: &Env) -> Vec<String> {

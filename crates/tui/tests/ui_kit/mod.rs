@@ -2,7 +2,13 @@
 //! engine over a replay provider (responses recorded in a transcript written here), an
 //! app driven key by key as the event loop would, and what a user notices — the live
 //! area's lines, the scrollback, frames drawn onto a small vt100 screen.
-#![allow(dead_code, unused_imports, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    unused_imports,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used
+)]
 
 pub use std::path::PathBuf;
 pub use std::sync::Arc;
