@@ -184,9 +184,15 @@ pub struct RemoteConnection {
     inner: Arc<Inner>,
 }
 
+/// How much lower the remote's threads are scheduled than the session's (a nice
+/// increment: 0 is the process's own, 19 the lowest).
+pub(crate) const REMOTE_NICE: i32 = 10;
+
 /// A runtime of the remote's own: one worker thread (`strata-remote`) for the client,
 /// the publisher, the metadata port and the watch, so publishing a backlog never takes
-/// a worker from the session's turns.
+/// a worker from the session's turns. Its threads run at a lower scheduling priority
+/// ([`REMOTE_NICE`]): replication is background work, and on a busy machine a turn gets
+/// the processor first while the backlog waits (it is on disk past the bound).
 pub struct RemoteRuntime {
     runtime: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
@@ -198,6 +204,14 @@ impl RemoteRuntime {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("strata-remote")
+            .on_thread_start(|| {
+                // Linux keeps a nice value per thread: this lowers the remote's threads
+                // only. Failing leaves them at the process's priority, which is only
+                // slower for the turns, never wrong.
+                if let Err(e) = rustix::process::nice(REMOTE_NICE) {
+                    tracing::debug!("the remote's thread keeps its priority: {e}");
+                }
+            })
             .enable_all()
             .build()?;
         Ok(Self {
