@@ -191,8 +191,8 @@ pub(crate) const REMOTE_NICE: i32 = 10;
 /// A runtime of the remote's own: one worker thread (`strata-remote`) for the client,
 /// the publisher, the metadata port and the watch, so publishing a backlog never takes
 /// a worker from the session's turns. Its threads run at a lower scheduling priority
-/// ([`REMOTE_NICE`]): replication is background work, and on a busy machine a turn gets
-/// the processor first while the backlog waits (it is on disk past the bound).
+/// (a nice increment of 10): replication is background work, and on a busy machine a
+/// turn gets the processor first while the backlog waits (on disk past the bound).
 pub struct RemoteRuntime {
     runtime: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
