@@ -2,8 +2,8 @@
 //! demo replay: frames are drawn only when a selected slice changes, never while idle.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
+use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
@@ -14,33 +14,11 @@ use strata_tui::bridge::{UiEvents, UiPrompter};
 use strata_tui::run::{Backend, event_loop};
 use strata_tui::term::InlineTerminal;
 
+mod ui_kit;
+
+use ui_kit::Shared;
+
 const DEMO: &[u8] = include_bytes!("../../cli/demo/demo.jsonl");
-
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Shared {
-    fn frames(&self) -> usize {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .matches("\x1b[?2026h")
-            .count()
-    }
-    fn screen(&self) -> String {
-        let mut p = vt100::Parser::new(24, 80, 0);
-        p.process(&self.0.lock().unwrap());
-        p.screen().contents()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ui2_idle_draws_nothing_unselected_updates_draw_nothing_a_mode_change_draws_one_frame() {

@@ -4,48 +4,21 @@
 //! answers nothing).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use strata_agent::engine::{Engine, EngineHandles, EngineOptions};
 use strata_agent::provider::ReplayProvider;
 use strata_tui::app::App;
 use strata_tui::bridge::{UiEvents, UiPrompter};
 use strata_tui::plain::{PlainEnd, plain_loop};
 
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
+mod ui_kit;
 
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Shared {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-/// One assistant response of a replay: its content blocks.
-fn response(n: usize, blocks: Value) -> String {
-    json!({
-        "type": "assistant", "uuid": format!("00000000-0000-4000-8000-{n:012}"),
-        "parentUuid": null, "sessionId": "replay", "timestamp": "2026-01-01T00:00:00.000Z",
-        "message": {"model": "claude-sonnet-4-5", "id": format!("msg_{n}"), "type": "message",
-            "role": "assistant", "content": blocks, "stop_reason": null,
-            "usage": {"input_tokens": 10, "output_tokens": 5}}
-    })
-    .to_string()
-}
+use ui_kit::{Shared, response};
 
 async fn wait_for(out: &Shared, what: &str, done: impl Fn(&str) -> bool) {
     for _ in 0..1000 {

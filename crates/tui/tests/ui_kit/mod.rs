@@ -26,6 +26,39 @@ pub use strata_tui::term::{Frame, InlineTerminal};
 pub use strata_tui::text::line_width;
 pub use tokio::sync::mpsc::UnboundedReceiver;
 
+/// A writer whose bytes a test reads back: what the UI wrote to its terminal.
+#[derive(Clone, Default)]
+pub struct Shared(pub Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    /// Everything written, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// Frames written (each opens a synchronized update).
+    pub fn frames(&self) -> usize {
+        self.text().matches("\x1b[?2026h").count()
+    }
+
+    /// What an 80 × 24 terminal shows after all that was written.
+    pub fn screen(&self) -> String {
+        let mut p = vt100::Parser::new(24, 80, 0);
+        p.process(&self.0.lock().unwrap());
+        p.screen().contents()
+    }
+}
+
 /// The model every recorded response names.
 pub const MODEL: &str = "claude-sonnet-4-5";
 
