@@ -25,7 +25,7 @@ const HELP: &str = "\
 /exit              leave strata (also Ctrl-D, or Ctrl-C twice)
 Keys: Enter send · Shift+Enter, \\+Enter or Ctrl-J new line · Shift+Tab permission mode
       Esc interrupt · Esc Esc rewind · Ctrl-R history search · Ctrl-G $EDITOR
-      Ctrl-O transcript · Ctrl-T todos · Ctrl-L redraw · Ctrl-Z suspend
+      Ctrl-O transcript · Ctrl-T todos · Ctrl-L clear screen · Ctrl-Z suspend
       ↓ on an empty prompt: the background tasks (when any run)
       @path completes a file (Tab) · !command runs a shell command";
 
