@@ -216,10 +216,6 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
                 app.notify(&format!("Session {}", engine.session_id()));
             }
             app.commit_existing();
-            if first && demo && plain_lines.is_some() {
-                // Plain mode shows no placeholder: the way to a live model is said first.
-                app.notify(DEMO_LIVE_HINT);
-            }
             if first && demo {
                 app.notify(
                     "strata demo: a recorded session plays back (no model is called); its tool \

@@ -470,10 +470,9 @@ struct Titles(Mutex<TitleState>);
 
 #[derive(Default)]
 struct TitleState {
-    /// The transcript's lines from before this process (read at attach).
-    history: TitleScan,
-    /// The lines this process mirrored.
-    recent: TitleScan,
+    /// The lines read so far: until attach only those this process mirrored, then the
+    /// transcript's earlier lines followed by them, and every line after.
+    scan: TitleScan,
     /// The title the port was given last.
     told: Option<String>,
     /// Set at attach; until then the title only accumulates.
@@ -485,11 +484,11 @@ impl Titles {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes the lines from before this process; returns the title so far.
+    /// Puts the lines from before this process first; returns the title so far.
     fn start(&self, history: TitleScan) -> Option<String> {
         let mut state = self.lock();
-        state.history = history;
-        state.history.then(&state.recent).title()
+        state.scan = history.then(&state.scan);
+        state.scan.title()
     }
 
     /// From now on a new title goes to `port`, which starts with `told`.
@@ -503,7 +502,7 @@ impl Titles {
     /// One mirrored line.
     fn line(&self, json: &str) {
         let mut state = self.lock();
-        state.recent.feed_line(json);
+        state.scan.feed_line(json);
         state.tell();
     }
 }
@@ -511,7 +510,7 @@ impl Titles {
 impl TitleState {
     fn tell(&mut self) {
         let Some(port) = &self.port else { return };
-        if let Some(title) = self.history.then(&self.recent).title()
+        if let Some(title) = self.scan.title()
             && self.told.as_ref() != Some(&title)
         {
             port.set_field("title", Value::from(title.clone()));
@@ -529,9 +528,6 @@ struct Mirror {
 
 impl TranscriptMirror for Mirror {
     fn line(&self, session_id: &str, uuid: Option<&str>, json: &str) {
-        // A line without a uuid of its own (metadata) gets one now: the id only has to
-        // stay the same across retries of the line, which the outbox (and its spill
-        // file) keeps.
         self.titles.line(json);
         if self
             .diverged
@@ -541,6 +537,9 @@ impl TranscriptMirror for Mirror {
         {
             return;
         }
+        // A line without a uuid of its own (metadata) gets one now: the id only has to
+        // stay the same across retries of the line, which the outbox (and its spill
+        // file) keeps.
         let id = uuid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
         self.publisher.publish(session_id, &id, json);
     }

@@ -36,25 +36,7 @@ async fn a_session_moves_between_two_hosts_through_nats() {
 
     // Host A: a session with the remote on.
     let a = Env::new();
-    server.push(MockResponse::text("noted"));
-    let run = a
-        .run(
-            Some(&server),
-            &[
-                "-p",
-                "remember 42",
-                "--output-format",
-                "json",
-                "--remote",
-                &nats.url(),
-            ],
-        )
-        .await;
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let id = serde_json::from_str::<Value>(run.stdout.trim()).unwrap()["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = first_turn(&a, &server, &nats.url()).await;
     let (_, local) = transcript_lines(&a);
     let replicated = fetch_lines(&connection, &id).await.unwrap();
     assert_eq!(
@@ -157,6 +139,26 @@ fn as_file(lines: &[String]) -> Vec<u8> {
         .collect()
 }
 
+/// A new session's first turn on host `env` ("remember 42", answered "noted"), with the
+/// remote at `url` on; its id.
+async fn first_turn(env: &Env, server: &MockServer, url: &str) -> String {
+    server.push(MockResponse::text("noted"));
+    session_of(
+        &env.run(
+            Some(server),
+            &[
+                "-p",
+                "remember 42",
+                "--output-format",
+                "json",
+                "--remote",
+                url,
+            ],
+        )
+        .await,
+    )
+}
+
 /// A turn of session `id` on a host, with the remote on.
 async fn turn(
     env: &Env,
@@ -189,21 +191,7 @@ async fn i17_1_a_session_moves_back_a_to_b_to_a_and_a_sees_b_s_turn() {
     let server = MockServer::start().await.unwrap();
     let (a, b) = (Env::new(), Env::new());
 
-    server.push(MockResponse::text("noted"));
-    let id = session_of(
-        &a.run(
-            Some(&server),
-            &[
-                "-p",
-                "remember 42",
-                "--output-format",
-                "json",
-                "--remote",
-                &url,
-            ],
-        )
-        .await,
-    );
+    let id = first_turn(&a, &server, &url).await;
     server.push(MockResponse::text("now it is 43"));
     let run = turn(&b, &server, &url, &id, "make it 43").await;
     assert_eq!(run.code, Some(0), "{}", run.stderr);
@@ -243,21 +231,7 @@ async fn i17_1_a_copy_that_differs_from_the_remote_is_left_untouched_and_said() 
     let server = MockServer::start().await.unwrap();
     let (a, b) = (Env::new(), Env::new());
 
-    server.push(MockResponse::text("noted"));
-    let id = session_of(
-        &a.run(
-            Some(&server),
-            &[
-                "-p",
-                "remember 42",
-                "--output-format",
-                "json",
-                "--remote",
-                &url,
-            ],
-        )
-        .await,
-    );
+    let id = first_turn(&a, &server, &url).await;
     // B goes on through the remote; A goes on without it: two histories.
     server.push(MockResponse::text("b-reply-7731"));
     assert_eq!(

@@ -14,28 +14,11 @@ use std::time::{Duration, Instant};
 use headless_support::Env;
 use serde_json::json;
 use strata_testkit::{MockServer, Reply};
-use tmux_support::Pane;
-
-const DEADLINE: Duration = Duration::from_secs(30);
+use tmux_support::{DEADLINE, Pane};
 
 /// The transcripts written under the config directory.
 fn transcripts(env: &Env) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![env.cfg.join("projects")];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(std::fs::read_to_string(&p).unwrap());
-            }
-        }
-    }
-    out
+    sessions(env).into_iter().map(|(_, text)| text).collect()
 }
 
 #[test]

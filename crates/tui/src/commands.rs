@@ -65,7 +65,8 @@ pub fn run(app: &mut App, command: &str) -> Request {
         "export" if arg.is_empty() => app.notify("/export needs a file name: /export notes.md"),
         "export" => {
             let text = export_markdown(app);
-            match std::fs::write(arg, text) {
+            // A relative name is the session's, as `/add-dir` reads it.
+            match std::fs::write(app.cwd().join(arg), text) {
                 Ok(()) => app.notify(&format!("Conversation exported to {arg}")),
                 Err(e) => app.notify(&format!("Could not write {arg}: {e}")),
             }
@@ -81,7 +82,6 @@ pub fn run(app: &mut App, command: &str) -> Request {
 /// working directory and the directories added to it, the transcript file.
 fn status_report(app: &App) -> String {
     let engine = app.engine();
-    let init = engine.init_message();
     let (mode, dirs) = engine.store().with(|s| {
         let ctx = &s.tool_permission_context;
         let dirs: Vec<String> = ctx
@@ -95,7 +95,7 @@ fn status_report(app: &App) -> String {
         "Session {}\nModel {}\nPermission mode {mode}\nWorking directory {}",
         engine.session_id(),
         engine.model(),
-        init.cwd
+        app.cwd().display()
     );
     if !dirs.is_empty() {
         out.push_str(&format!("\nAdded directories {}", dirs.join(", ")));

@@ -7,8 +7,10 @@
 //! is one `… working` line, and whatever waits for an answer in the prompt's place (the
 //! permission dialog, a question, a picker, the tasks panel) is printed once as text
 //! and answered by typing a line: a choice's number, or text to filter a list, then
-//! Enter (an empty line answers nothing: the question is printed again). The prompt is `> `, and the terminal reads it a line at a time (cooked mode:
-//! the terminal edits the line, a trailing `\` continues it on the next line). Ctrl-C
+//! Enter (an empty line answers nothing: the question is printed again). The prompt is
+//! `> `, its placeholder printed once as a line above it whenever it changes (the demo's
+//! "how to go live"), and the terminal reads it a line at a time (cooked mode: the
+//! terminal edits the line, a trailing `\` continues it on the next line). Ctrl-C
 //! interrupts a running turn, and at the prompt ends strata, as Ctrl-D on an empty line
 //! does; the session stays on disk, to resume with `strata -c`.
 
@@ -45,6 +47,10 @@ pub async fn plain_loop<W: Write, L: Stream<Item = io::Result<String>> + Unpin>(
     let engine = app.engine().clone();
     let store = engine.store().clone();
     let mut seen = store.version();
+    // What was committed between the app's creation and now (a start-up notice, a
+    // status, messages) is taken in before the first wait: `changed(seen)` only reports
+    // commits after `seen`.
+    app.on_store_change();
     let mut screen = PlainScreen::default();
     // Cooked mode turns Ctrl-C into SIGINT: it interrupts a running turn (as Esc does in
     // the full UI) and, at the prompt, ends strata.
@@ -59,7 +65,7 @@ pub async fn plain_loop<W: Write, L: Stream<Item = io::Result<String>> + Unpin>(
             line = lines.next() => match line {
                 Some(Ok(line)) => {
                     screen.answered();
-                    match feed(app, &line, width) {
+                    match feed(app, &line) {
                         Request::Exit => break PlainEnd::Exit,
                         Request::Switch => break PlainEnd::Switch,
                         Request::Editor(_) => app.notify(
@@ -112,6 +118,9 @@ struct PlainScreen {
     prompted: bool,
     /// The running turn's `… working` line is out.
     working: bool,
+    /// The prompt's placeholder printed last (a hint, such as how to go live after the
+    /// demo): printed once as a line above the next `> ` when it changes.
+    hint: String,
 }
 
 impl PlainScreen {
@@ -157,6 +166,10 @@ impl PlainScreen {
                 } else {
                     self.working = false;
                     if !self.prompted {
+                        if app.placeholder() != self.hint {
+                            self.hint = app.placeholder().to_owned();
+                            writeln!(out, "{}", self.hint)?;
+                        }
                         write!(out, "> ")?;
                         self.prompted = true;
                     }
@@ -191,9 +204,9 @@ impl PlainScreen {
 /// Hands a typed line to the app: into the prompt (as a paste, so a long line is kept
 /// whole) when the prompt is open, else as keys to what waits in its place (a digit
 /// picks a dialog's choice, text filters a list); then Enter.
-fn feed(app: &mut App, line: &str, width: u16) -> Request {
+fn feed(app: &mut App, line: &str) -> Request {
     let key = |code| Event::Key(KeyEvent::new(code, KeyModifiers::NONE));
-    if app.question_lines(width, Instant::now()).is_none() {
+    if !app.question_open() {
         if !line.is_empty() {
             app.on_terminal_event(Event::Paste(line.to_owned()));
         }
@@ -208,7 +221,7 @@ fn feed(app: &mut App, line: &str, width: u16) -> Request {
                 other => return other,
             }
             // A digit may have answered a dialog: the rest goes to the prompt.
-            if app.question_lines(width, Instant::now()).is_none() {
+            if !app.question_open() {
                 return Request::None;
             }
         }

@@ -55,6 +55,10 @@ pub async fn event_loop<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     let engine = app.engine().clone();
     let store = engine.store().clone();
     let mut seen = store.version();
+    // What was committed between the app's creation and now (a start-up notice, a
+    // status, messages) is taken in before the first wait: `changed(seen)` only reports
+    // commits after `seen`.
+    app.on_store_change();
     let mut last_frame = Instant::now() - FRAME_INTERVAL;
     let mut input_open = true;
     // The next frame answers a key (see INPUT_FRAME_INTERVAL).
@@ -172,9 +176,36 @@ async fn sleep_until(due: Option<Instant>) {
     }
 }
 
+/// Why `$EDITOR` did not give the prompt back ([`run_editor`]).
+#[derive(Debug, thiserror::Error)]
+pub enum EditorError {
+    /// The editor could not be started.
+    #[error("the editor `{editor}` could not start: {source}")]
+    Start {
+        /// The command line tried.
+        editor: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// It ran and exited with a failure.
+    #[error("the editor `{editor}` exited with {status}")]
+    Failed {
+        /// The command line.
+        editor: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+    },
+    /// The terminal could not be taken back from it.
+    #[error("the terminal could not be set up again after the editor: {0}")]
+    Terminal(io::Error),
+    /// The thread that waited for it failed.
+    #[error("waiting for the editor failed: {0}")]
+    Wait(String),
+}
+
 /// Runs `$VISUAL`, else `$EDITOR`, else `vi` on `path` with the terminal handed over
-/// (raw mode off for a real terminal); `Err` says why it failed.
-pub async fn run_editor(path: &std::path::Path, backend: Backend) -> Result<(), String> {
+/// (raw mode off for a real terminal).
+pub async fn run_editor(path: &std::path::Path, backend: Backend) -> Result<(), EditorError> {
     if backend == Backend::Tty {
         restore_terminal();
     }
@@ -184,23 +215,24 @@ pub async fn run_editor(path: &std::path::Path, backend: Backend) -> Result<(), 
         .unwrap_or_else(|| "vi".to_owned());
     let path = path.to_path_buf();
     // The editor's command may carry arguments (`code --wait`): the shell splits it.
+    let command = editor.clone();
     let status = tokio::task::spawn_blocking(move || {
         std::process::Command::new("sh")
             .arg("-c")
-            .arg(format!("{editor} \"$1\""))
+            .arg(format!("{command} \"$1\""))
             .arg("sh")
             .arg(&path)
             .status()
     })
     .await;
     if backend == Backend::Tty {
-        enter_terminal().map_err(|e| e.to_string())?;
+        enter_terminal().map_err(EditorError::Terminal)?;
     }
     match status {
-        Ok(Ok(s)) if s.success() => Ok(()),
-        Ok(Ok(s)) => Err(format!("the editor exited with {s}")),
-        Ok(Err(e)) => Err(format!("the editor could not start: {e}")),
-        Err(e) => Err(e.to_string()),
+        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) => Err(EditorError::Failed { editor, status }),
+        Ok(Err(source)) => Err(EditorError::Start { editor, source }),
+        Err(e) => Err(EditorError::Wait(e.to_string())),
     }
 }
 
@@ -218,24 +250,26 @@ async fn transcript<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     term.writer_mut().queue(terminal::EnterAlternateScreen)?;
     // Rows scrolled up from the end.
     let mut back: usize = 0;
+    // The conversation is rendered once per width (the view is always verbose), not
+    // again for every key that scrolls it: a long session has many lines.
+    let mut rendered: Option<(u16, Vec<ratatui::text::Line<'static>>)> = None;
     let result = loop {
-        let lines = app.transcript(term.width());
+        let width = term.width();
+        let lines = match &rendered {
+            Some((w, lines)) if *w == width => lines,
+            _ => &rendered.insert((width, app.transcript(width))).1,
+        };
         let verbose = app.engine().store().with(|s| s.verbose);
         let hint = format!(
             "transcript · ↑↓ pgup pgdn home end · v verbose {} · other keys: back ──",
             if verbose { "on" } else { "off" }
         );
-        let rows = draw_page(term, None, &lines, &mut back, &hint)?;
+        let rows = draw_page(term, None, lines, &mut back, &hint)?;
         match input.next().await {
             Some(Ok(Event::Key(k))) if k.kind == event::KeyEventKind::Release => {}
+            Some(Ok(Event::Key(k))) if scroll(k.code, rows, &mut back) => {}
             Some(Ok(Event::Key(k))) => match k.code {
                 KeyCode::Char('v') => app.toggle_verbose(),
-                KeyCode::Up => back += 1,
-                KeyCode::Down => back = back.saturating_sub(1),
-                KeyCode::PageUp => back += rows,
-                KeyCode::PageDown => back = back.saturating_sub(rows),
-                KeyCode::Home => back = usize::MAX,
-                KeyCode::End => back = 0,
                 _ => break Ok(()),
             },
             Some(Ok(Event::Resize(w, h))) => {
@@ -250,6 +284,23 @@ async fn transcript<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
     term.writer_mut().queue(terminal::LeaveAlternateScreen)?;
     app.mark_dirty();
     result
+}
+
+/// A pager's scrolling keys: ↑↓ a row, PgUp/PgDn a page of `rows`, Home/End the start
+/// and the end (`back` counts rows up from the end; [`draw_page`] clamps it). Returns
+/// false for any other key.
+fn scroll(code: event::KeyCode, rows: usize, back: &mut usize) -> bool {
+    use event::KeyCode;
+    match code {
+        KeyCode::Up => *back = back.saturating_add(1),
+        KeyCode::Down => *back = back.saturating_sub(1),
+        KeyCode::PageUp => *back = back.saturating_add(rows),
+        KeyCode::PageDown => *back = back.saturating_sub(rows),
+        KeyCode::Home => *back = usize::MAX,
+        KeyCode::End => *back = 0,
+        _ => return false,
+    }
+    true
 }
 
 /// Draws one page of a pager in the alternate screen: `title` on the first row if
@@ -307,8 +358,8 @@ fn draw_page<W: Write>(
 const VIEWER_REFRESH: Duration = Duration::from_secs(1);
 
 /// A background agent's conversation or a shell's output in the alternate screen
-/// ([`App::viewer_lines`]), newest at the bottom: ↑↓ and PgUp/PgDn scroll, `r` reads an
-/// agent's transcript again, Esc, `q` or ← go back to the inline view (the agent is
+/// ([`App::viewer_lines`]), newest at the bottom: ↑↓, PgUp/PgDn, Home/End scroll, `r`
+/// reads an agent's transcript again, Esc, `q` or ← go back to the inline view (the agent is
 /// released: [`App::viewer_closed`]). A running agent's view follows it live: each
 /// store commit that changed the viewed agent's conversation or status
 /// ([`App::viewer_changed`]) is one redraw, and nothing else wakes it.
@@ -341,11 +392,8 @@ async fn viewer<W: Write, S: Stream<Item = io::Result<Event>> + Unpin>(
         };
         match next {
             Some(Ok(Event::Key(k))) if k.kind == event::KeyEventKind::Release => continue,
+            Some(Ok(Event::Key(k))) if scroll(k.code, rows, &mut back) => {}
             Some(Ok(Event::Key(k))) => match k.code {
-                KeyCode::Up => back += 1,
-                KeyCode::Down => back = back.saturating_sub(1),
-                KeyCode::PageUp => back += rows,
-                KeyCode::PageDown => back = back.saturating_sub(rows),
                 KeyCode::Char('r') => app.viewer_reload(),
                 KeyCode::Esc | KeyCode::Char('q') | KeyCode::Left => break Ok(()),
                 KeyCode::Char('c' | 'd') if k.modifiers.contains(event::KeyModifiers::CONTROL) => {

@@ -7,50 +7,30 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use strata_agent::engine::{Engine, EngineHandles, EngineOptions};
-use strata_agent::provider::ReplayProvider;
-use strata_tui::app::App;
-use strata_tui::bridge::{UiEvents, UiPrompter};
 use strata_tui::run::{Backend, event_loop};
 use strata_tui::term::InlineTerminal;
 
 mod ui_kit;
 
-use ui_kit::Shared;
+use ui_kit::{Launch, Shared, Ui};
 
-const DEMO: &[u8] = include_bytes!("../../cli/demo/demo.jsonl");
+const DEMO: &str = include_str!("../../cli/demo/demo.jsonl");
+
+/// A session over the demo replay, its app 80 columns wide.
+async fn demo() -> Ui {
+    Launch::new(&[DEMO.to_owned()]).open().await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ui2_idle_draws_nothing_unselected_updates_draw_nothing_a_mode_change_draws_one_frame() {
-    let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path().join("proj");
-    std::fs::create_dir_all(cwd.join(".git")).unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let options = EngineOptions {
-        cwd: cwd.clone(),
-        config_dir: dir.path().join("cfg"),
-        handles: EngineHandles::private(),
-        provider: Arc::new(ReplayProvider::from_bytes("demo", DEMO).unwrap()),
-        model: None,
-        permission: Default::default(),
-        settings_flag: None,
-        resume: None,
-        fork_session: false,
-        max_turns: None,
-        interactive: true,
-        verbose: false,
-        prompter: Some(Arc::new(UiPrompter::new(tx.clone()))),
-        events: Arc::new(UiEvents::new(tx.clone())),
-        system_prompt: None,
-        append_system_prompt: None,
-        mcp_config: Vec::new(),
-        strict_mcp_config: false,
-        max_thinking_tokens: None,
-        sdk: Default::default(),
-    };
-    let engine = Arc::new(Engine::open(options).await.unwrap());
+    let Ui {
+        mut app,
+        mut rx,
+        engine,
+        _dir: _project,
+        ..
+    } = demo().await;
     let store = engine.store().clone();
-    let mut app = App::new(engine.clone(), tx, Vec::new(), None, String::new(), 80);
     let out = Shared::default();
     let mut term = InlineTerminal::new(out.clone(), 80, 24, false);
     let (keys, input) = futures::channel::mpsc::unbounded::<io::Result<Event>>();
@@ -110,30 +90,22 @@ async fn wait_for(out: &Shared, what: &str, done: impl Fn(&str) -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i12_ctrl_o_shows_the_whole_transcript_scrolls_and_returns_to_the_inline_view() {
     use strata_protocol::message::Message;
-    let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path().join("proj");
-    std::fs::create_dir_all(cwd.join(".git")).unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let options = EngineOptions {
-        interactive: true,
-        prompter: Some(Arc::new(UiPrompter::new(tx.clone()))),
-        ..EngineOptions::new(
-            cwd.clone(),
-            dir.path().join("cfg"),
-            EngineHandles::private(),
-            Arc::new(ReplayProvider::from_bytes("demo", DEMO).unwrap()),
-            Arc::new(UiEvents::new(tx.clone())),
-        )
-    };
-    let engine = Arc::new(Engine::open(options).await.unwrap());
-    // Forty prompts: more than a 24-row screen holds.
+    let Ui {
+        mut app,
+        mut rx,
+        engine,
+        _dir: _project,
+        ..
+    } = demo().await;
+    // Forty prompts: more than a 24-row screen holds. Committed after the app was made
+    // and before its loop starts: the loop must take them in (it once waited only for
+    // commits after its start, and the transcript view was empty).
     engine.store().update(|s| {
         for i in 1..=40 {
             s.messages
                 .push_back(Arc::new(Message::user_text(format!("prompt number {i}"))));
         }
     });
-    let mut app = App::new(engine.clone(), tx, Vec::new(), None, String::new(), 80);
     let out = Shared::default();
     let mut term = InlineTerminal::new(out.clone(), 80, 24, false);
     let (keys, input) = futures::channel::mpsc::unbounded::<io::Result<Event>>();
@@ -184,22 +156,11 @@ async fn i12_ctrl_o_shows_the_whole_transcript_scrolls_and_returns_to_the_inline
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ignored_key_does_not_cancel_a_redraw_that_was_due() {
     use strata_tui::bridge::UiEvent;
-    let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path().join("proj");
-    std::fs::create_dir_all(cwd.join(".git")).unwrap();
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let options = EngineOptions {
-        interactive: true,
-        ..EngineOptions::new(
-            cwd.clone(),
-            dir.path().join("cfg"),
-            EngineHandles::private(),
-            Arc::new(ReplayProvider::from_bytes("demo", DEMO).unwrap()),
-            Arc::new(UiEvents::new(tx.clone())),
-        )
-    };
-    let engine = Arc::new(Engine::open(options).await.unwrap());
-    let mut app = App::new(engine, tx, Vec::new(), None, String::new(), 80);
+    let Ui {
+        mut app,
+        _dir: _project,
+        ..
+    } = demo().await;
     let _ = app.frame(std::time::Instant::now());
     assert!(!app.is_dirty());
     app.on_ui_event(UiEvent::BlockStart);

@@ -5,20 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io;
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use strata_agent::engine::{Engine, EngineHandles, EngineOptions};
-use strata_agent::provider::ReplayProvider;
-use strata_tui::app::App;
-use strata_tui::bridge::{UiEvents, UiPrompter};
 use strata_tui::plain::{PlainEnd, plain_loop};
 
 mod ui_kit;
 
-use ui_kit::{Shared, response};
+use ui_kit::{Launch, Shared, response};
 
 async fn wait_for(out: &Shared, what: &str, done: impl Fn(&str) -> bool) {
     for _ in 0..1000 {
@@ -30,41 +24,11 @@ async fn wait_for(out: &Shared, what: &str, done: impl Fn(&str) -> bool) {
     panic!("never saw {what}; the output:\n{}", out.text());
 }
 
-async fn open(
-    cwd: &Path,
-    cfg: &Path,
-    replies: &[String],
-) -> (
-    App,
-    tokio::sync::mpsc::UnboundedReceiver<strata_tui::bridge::UiEvent>,
-) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let replay = replies.join("\n");
-    let options = EngineOptions {
-        interactive: true,
-        prompter: Some(Arc::new(UiPrompter::new(tx.clone()))),
-        strict_mcp_config: true,
-        ..EngineOptions::new(
-            cwd.to_path_buf(),
-            cfg.to_path_buf(),
-            EngineHandles::private(),
-            Arc::new(ReplayProvider::from_bytes("test", replay.as_bytes()).unwrap()),
-            Arc::new(UiEvents::new(tx.clone())),
-        )
-    };
-    let engine = Arc::new(Engine::open(options).await.unwrap());
-    (
-        App::new(engine, tx, Vec::new(), None, String::new(), 80),
-        rx,
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i12_6_a_dumb_terminal_gets_plain_lines_and_answers_the_dialog_by_number() {
+    // The session's project is `proj` in this directory (`Launch::open`).
     let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path().join("proj");
-    std::fs::create_dir_all(cwd.join(".git")).unwrap();
-    let file = cwd.join("notes.txt");
+    let file = dir.path().join("proj").join("notes.txt");
     let replies = [
         response(
             1,
@@ -76,7 +40,13 @@ async fn i12_6_a_dumb_terminal_gets_plain_lines_and_answers_the_dialog_by_number
             json!([{"type": "text", "text": "# Done\n\nThe notes are **written**."}]),
         ),
     ];
-    let (mut app, mut rx) = open(&cwd, &dir.path().join("cfg"), &replies).await;
+    // `_dir` is kept: the project and config folders live as long as it.
+    let ui_kit::Ui {
+        mut app,
+        mut rx,
+        _dir: _project,
+        ..
+    } = Launch::new(&replies).dir(dir).open().await;
     let out = Shared::default();
     let (lines, mut input) = futures::channel::mpsc::unbounded::<io::Result<String>>();
     let driver = {

@@ -28,29 +28,11 @@ impl Pane {
         cols: u16,
         rows: u16,
     ) -> Option<Pane> {
-        Self::start_in(env, server, args, (cols, rows), "xterm-256color")
-    }
-
-    /// [`Pane::start`] with the pane's `TERM`.
-    pub fn start_in(
-        env: &Env,
-        server: Option<&MockServer>,
-        args: &[&str],
-        (cols, rows): (u16, u16),
-        term: &str,
-    ) -> Option<Pane> {
         if Command::new("tmux").arg("-V").output().is_err() {
             eprintln!("tmux is not installed: skipping the tmux end-to-end test");
             return None;
         }
-        let socket = format!("strata-test-{}-{}", std::process::id(), uuid_like());
-        let mut cmd = format!(
-            "cd '{}' && env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OPENAI_BASE_URL \
-             STRATA_CONFIG_DIR='{}' HOME='{}' TERM={term}",
-            env.proj.display(),
-            env.cfg.display(),
-            env.home.display()
-        );
+        let mut cmd = session_env(env, "xterm-256color");
         if let Some(s) = server {
             cmd.push_str(&format!(
                 " ANTHROPIC_BASE_URL='{}' ANTHROPIC_API_KEY=test-key",
@@ -63,6 +45,23 @@ impl Pane {
         }
         // Keep the pane after strata exits so its last screen can be read.
         cmd.push_str("; echo STRATA-EXITED=$?; sleep 30");
+        let pane = Self::open(&cmd, (cols, rows));
+        let _ = Command::new("tmux")
+            .args([
+                "-L",
+                &pane.socket,
+                "set-option",
+                "-g",
+                "history-limit",
+                "50000",
+            ])
+            .status();
+        Some(pane)
+    }
+
+    /// A tmux server of its own running `cmd` in a `cols` × `rows` pane.
+    fn open(cmd: &str, (cols, rows): (u16, u16)) -> Pane {
+        let socket = format!("strata-test-{}-{}", std::process::id(), uuid_like());
         let ok = Command::new("tmux")
             .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x"])
             .arg(cols.to_string())
@@ -73,10 +72,7 @@ impl Pane {
             .unwrap()
             .success();
         assert!(ok, "tmux did not start");
-        let _ = Command::new("tmux")
-            .args(["-L", &socket, "set-option", "-g", "history-limit", "50000"])
-            .status();
-        Some(Pane { socket })
+        Pane { socket }
     }
 
     pub fn tmux(&self, args: &[&str]) -> String {
@@ -156,30 +152,27 @@ impl Pane {
             eprintln!("tmux or bash is not installed: skipping the tmux end-to-end test");
             return None;
         }
-        let socket = format!("strata-test-{}-{}", std::process::id(), uuid_like());
         let cmd = format!(
-            "cd '{}' && env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OPENAI_BASE_URL \
-             STRATA_CONFIG_DIR='{}' HOME='{}' TERM={term} PS1='$ ' \
-             bash --norc --noprofile -i",
-            env.proj.display(),
-            env.cfg.display(),
-            env.home.display()
+            "{} PS1='$ ' bash --norc --noprofile -i",
+            session_env(env, term)
         );
-        let ok = Command::new("tmux")
-            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x"])
-            .arg(cols.to_string())
-            .arg("-y")
-            .arg(rows.to_string())
-            .arg(cmd)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "tmux did not start");
-        let pane = Pane { socket };
+        let pane = Self::open(&cmd, (cols, rows));
         if let Some(raw) = raw {
             pane.tmux(&["pipe-pane", "-o", &format!("cat >> '{}'", raw.display())]);
         }
         pane.wait_for("$ ");
         Some(pane)
     }
+}
+
+/// The start of a pane's command line: `env`'s project as the directory, its config and
+/// home, `TERM=term`, and no model configured.
+fn session_env(env: &Env, term: &str) -> String {
+    format!(
+        "cd '{}' && env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u OPENAI_BASE_URL \
+         STRATA_CONFIG_DIR='{}' HOME='{}' TERM={term}",
+        env.proj.display(),
+        env.cfg.display(),
+        env.home.display()
+    )
 }

@@ -600,10 +600,10 @@ impl App {
         })
     }
 
-    /// The editor of `job` exited (`ok`: with status 0).
-    pub fn editor_done(&mut self, job: &EditorJob, result: Result<(), String>) {
+    /// The editor of `job` exited (`Ok`: with status 0; else why it failed, told).
+    pub fn editor_done(&mut self, job: &EditorJob, result: Result<(), crate::run::EditorError>) {
         if let Err(e) = result {
-            self.notify(&format!("The editor failed: {e}"));
+            self.notify(&format!("⚠ {e}"));
         }
         if job.into_prompt {
             match std::fs::read_to_string(&job.path) {

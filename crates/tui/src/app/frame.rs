@@ -40,7 +40,7 @@ impl App {
                 expanded: false,
                 color: true,
             };
-            let tail = live_markdown(&self.live, width);
+            let tail = self.live.visible_markdown(width);
             lines.extend(crate::cells::render_markdown(&tail, width.max(8), &opts));
         }
         if let Some(t) = &self.turn {
@@ -78,6 +78,15 @@ impl App {
             }
         }
         Frame { lines, cursor }
+    }
+
+    /// Whether something waits for the user in the prompt's place
+    /// ([`App::question_lines`] would draw it).
+    pub fn question_open(&self) -> bool {
+        self.dialog.is_some()
+            || self.ask.is_some()
+            || self.tasks_panel.is_some()
+            || self.overlay.is_some()
     }
 
     /// What waits for the user in the prompt's place — the permission dialog, a
@@ -125,27 +134,61 @@ fn visible_tail(text: &str, width: u16) -> &str {
     }
 }
 
-/// The streaming markdown as it can be on screen: its [`visible_tail`], reopened with a
-/// fence when the cut falls inside a code block (an odd number of fence lines before
-/// it), so the tail of a long code block is still drawn as code.
-///
-/// Counting the fences scans the text before the cut, which only exists for answers
-/// longer than the tail (tens of kilobytes): a memchr pass over the text, far below a
-/// frame's budget even for a megabyte.
-fn live_markdown(text: &str, width: u16) -> std::borrow::Cow<'_, str> {
-    let tail = visible_tail(text, width);
-    let cut = text.len() - tail.len();
-    if cut == 0 {
-        return std::borrow::Cow::Borrowed(tail);
+/// The streaming answer's text, with what a frame needs to draw only its visible tail as
+/// markdown: how many code-fence lines stand before the tail's cut. The count moves with
+/// the cut (the text only grows between clears), so over a whole answer each byte is
+/// scanned once, and a frame's cost does not grow with the answer.
+#[derive(Debug, Default)]
+pub(super) struct LiveText {
+    text: String,
+    /// Bytes of `text` whose fence lines are counted in `fences`.
+    counted: usize,
+    fences: usize,
+}
+
+impl LiveText {
+    pub(super) fn as_str(&self) -> &str {
+        &self.text
     }
-    let before = &text[..cut];
-    let fences = memchr::memmem::find_iter(before.as_bytes(), b"```")
-        .filter(|&i| i == 0 || before.as_bytes()[i - 1] == b'\n')
-        .count();
-    if fences % 2 == 1 {
-        std::borrow::Cow::Owned(format!("```\n{tail}"))
-    } else {
-        std::borrow::Cow::Borrowed(tail)
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.text.len()
+    }
+
+    pub(super) fn push_str(&mut self, more: &str) {
+        self.text.push_str(more);
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.text.clear();
+        self.counted = 0;
+        self.fences = 0;
+    }
+
+    /// The markdown as it can be on screen: the [`visible_tail`], reopened with a fence
+    /// when the cut falls inside a code block (an odd number of fence lines before it),
+    /// so the tail of a long code block is still drawn as code.
+    pub(super) fn visible_markdown(&mut self, width: u16) -> std::borrow::Cow<'_, str> {
+        let cut = self.text.len() - visible_tail(&self.text, width).len();
+        let bytes = self.text.as_bytes();
+        let at_line_start = |i: usize| i == 0 || bytes[i - 1] == b'\n';
+        if cut > self.counted {
+            let from = self.counted;
+            self.fences += memchr::memmem::find_iter(&bytes[from..cut], b"```")
+                .filter(|&i| at_line_start(from + i))
+                .count();
+            self.counted = cut;
+        }
+        let tail = &self.text[cut..];
+        if self.fences % 2 == 1 {
+            std::borrow::Cow::Owned(format!("```\n{tail}"))
+        } else {
+            std::borrow::Cow::Borrowed(tail)
+        }
     }
 }
 
@@ -160,23 +203,45 @@ fn now_ms() -> u64 {
 mod tests {
     use super::*;
 
+    fn live(text: &str) -> LiveText {
+        let mut live = LiveText::default();
+        live.push_str(text);
+        live
+    }
+
     #[test]
     fn a_short_answer_is_its_own_tail() {
-        assert_eq!(
-            live_markdown("# Title\n\nsome **bold**", 80),
-            "# Title\n\nsome **bold**"
-        );
+        let mut text = live("# Title\n\nsome **bold**");
+        assert_eq!(text.visible_markdown(80), "# Title\n\nsome **bold**");
     }
 
     #[test]
     fn a_tail_cut_inside_a_code_block_is_reopened_as_code() {
         let code: String = (0..5_000).map(|i| format!("let x{i} = {i};\n")).collect();
-        let text = format!("Here:\n\n```rust\n{code}");
-        let tail = live_markdown(&text, 40);
-        assert!(tail.len() < text.len());
+        let full = format!("Here:\n\n```rust\n{code}");
+        let mut text = live(&full);
+        let tail = text.visible_markdown(40);
+        assert!(tail.len() < full.len());
         assert!(tail.starts_with("```\n"), "{}", &tail[..40]);
         // A closed block before the cut is not reopened.
-        let text = format!("```\nshort\n```\n{}", "word ".repeat(40_000));
-        assert!(!live_markdown(&text, 40).starts_with("```"));
+        let mut text = live(&format!("```\nshort\n```\n{}", "word ".repeat(40_000)));
+        assert!(!text.visible_markdown(40).starts_with("```"));
+    }
+
+    #[test]
+    fn the_fence_count_follows_the_growing_answer_and_starts_again_after_a_clear() {
+        let mut text = live("intro\n```\n");
+        for i in 0..5_000 {
+            text.push_str(&format!("line {i}\n"));
+            let _ = text.visible_markdown(40);
+        }
+        // Still inside the block: the tail is drawn as code, counted a piece at a time.
+        assert!(text.visible_markdown(40).starts_with("```\n"));
+        text.push_str("```\n");
+        text.push_str(&"after the block\n".repeat(3_000));
+        assert!(!text.visible_markdown(40).starts_with("```"));
+        text.clear();
+        text.push_str(&"plain words\n".repeat(5_000));
+        assert!(!text.visible_markdown(40).starts_with("```"));
     }
 }

@@ -126,7 +126,7 @@ pub struct App {
     history_file: Option<strata_session::history::History>,
     project: String,
     /// The answer streaming right now (dropped once its block is in the store).
-    live: String,
+    live: frame::LiveText,
     /// Thinking streaming right now (shown when verbose).
     live_thinking: String,
     block_done: bool,
@@ -242,7 +242,7 @@ impl App {
             input: PromptInput::with_history(history.into_iter().map(Into::into).collect()),
             history_file,
             project,
-            live: String::new(),
+            live: frame::LiveText::default(),
             live_thinking: String::new(),
             block_done: false,
             turn: None,
@@ -315,7 +315,7 @@ impl App {
 
     /// The answer streaming right now, as received (for `strata-bench tui`).
     pub fn live_text(&self) -> &str {
-        &self.live
+        self.live.as_str()
     }
 
     /// Whether the terminal bell is due; clears it.
@@ -327,6 +327,16 @@ impl App {
     pub fn set_placeholder(&mut self, text: impl Into<String>) {
         self.placeholder = text.into();
         self.dirty = true;
+    }
+
+    /// The session's working directory.
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.cwd
+    }
+
+    /// What an empty prompt says (plain mode prints it as a line).
+    pub fn placeholder(&self) -> &str {
+        &self.placeholder
     }
 
     /// Commits the history already in the store (a resumed conversation) to the
