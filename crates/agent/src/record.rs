@@ -33,6 +33,35 @@ pub trait TranscriptMirror: Send + Sync {
     /// One line of session `session_id` (the JSON text, without its newline); `uuid` is
     /// the entry's own uuid, absent for metadata lines.
     fn line(&self, session_id: &str, uuid: Option<&str>, json: &str);
+
+    /// A turn of the session started (`true`) or ended (`false`): the replica may hold
+    /// its background work back meanwhile (a backlog is paced while a turn runs). Lines
+    /// keep coming through [`TranscriptMirror::line`] either way.
+    fn turn(&self, running: bool) {
+        let _ = running;
+    }
+}
+
+/// Tells a mirror that a turn runs, and that it ended when dropped — also when the
+/// turn's future is dropped half-way.
+pub(crate) struct TurnSignal(Option<std::sync::Arc<dyn TranscriptMirror>>);
+
+impl TurnSignal {
+    /// Says a turn started to `mirror`, if any.
+    pub(crate) fn start(mirror: Option<std::sync::Arc<dyn TranscriptMirror>>) -> Self {
+        if let Some(mirror) = &mirror {
+            mirror.turn(true);
+        }
+        Self(mirror)
+    }
+}
+
+impl Drop for TurnSignal {
+    fn drop(&mut self) {
+        if let Some(mirror) = &self.0 {
+            mirror.turn(false);
+        }
+    }
 }
 
 /// The transcript writer of one session, with the chain's current leaf.

@@ -1,5 +1,6 @@
 //! Timing and memory helpers shared by the workloads.
 
+use std::path::Path;
 use std::time::Instant;
 
 /// Runs `batch` (which performs `per_batch` operations) `batches` times and returns the
@@ -64,4 +65,34 @@ pub(crate) fn children_cpu_ms() -> Option<f64> {
 pub(crate) fn median(samples: &mut [f64]) -> Option<f64> {
     samples.sort_by(f64::total_cmp);
     samples.get(samples.len() / 2).copied()
+}
+
+/// CPU time (user + system) in milliseconds of the threads of this process named `name`
+/// (`/proc/self/task/*/comm`), 10 ms resolution.
+pub(crate) fn threads_cpu_ms(name: &str) -> Option<f64> {
+    let mut total = 0.0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = task.ok()?.path();
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        if comm.trim_end() == name {
+            total += stat_cpu_ms(&path.join("stat")).unwrap_or(0.0);
+        }
+    }
+    Some(total)
+}
+
+/// CPU time (user + system) in milliseconds of process `pid`, 10 ms resolution.
+pub(crate) fn process_cpu_ms(pid: u32) -> Option<f64> {
+    stat_cpu_ms(Path::new(&format!("/proc/{pid}/stat")))
+}
+
+/// `utime` + `stime` of a `stat` file, in milliseconds.
+fn stat_cpu_ms(path: &Path) -> Option<f64> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    // Fields after the command name (in parentheses, may hold spaces): `state` is the
+    // first, `utime` and `stime` the 12th and 13th.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks * 10.0)
 }

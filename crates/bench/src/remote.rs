@@ -5,32 +5,35 @@
 //! ```
 //!
 //! Needs `nats-server` (Debian's package). The bench starts one with JetStream file
-//! storage on a free loopback port, then runs turns of a real engine (the query loop, the
-//! transcript writer with its fsync at a turn's end, the store; the model played back in
-//! process) two ways:
+//! storage on a free loopback port, then runs turns of one real engine (the query loop,
+//! the transcript writer with its fsync at a turn's end, the store; the model played back
+//! in process) two ways:
 //!
-//! - **baseline**: no remote;
-//! - **publishing**: the engine's transcript mirror feeds a `TranscriptPublisher` on that
-//!   server (on the remote's own runtime thread, as in the binary), with 100,000
-//!   transcript entries (`--entries`, ~1 KB each, `--entry-bytes`) to publish — a long
-//!   session caught up, or an outage's backlog — queued in shares (their own lines queue
-//!   behind).
+//! - **baseline**: no remote — the engine's transcript mirror is switched off;
+//! - **publishing**: the mirror feeds a `TranscriptPublisher` on that server (on the
+//!   remote's own runtime thread, and told when a turn runs, as in the binary), with
+//!   100,000 transcript entries (`--entries`, ~1 KB each, `--entry-bytes`) to publish — a
+//!   long session caught up, or an outage's backlog — queued in shares (the turns' own
+//!   lines queue behind).
 //!
-//! The two alternate in blocks (`--blocks`, 10 by default; `--turns` per block): turns
-//! without the remote, then as many with it while the block's share of the 100,000
-//! entries is being published (checked: still publishing when the block's turns end).
-//! Both engines' conversations grow alike, and whatever else the machine does falls on
-//! both sides. The NATS server runs under the idle scheduling policy (`chrt --idle 0`):
-//! in use it is another machine, and what is measured is what publishing costs this one — the
-//! remote's own runtime thread is not lowered. Printed as one JSON line: the medians, the
-//! overhead of the medians (target: at most 5%) and the median of the blocks' overheads,
-//! how fast the entries were stored, and the stream's message count, checked to hold
-//! every entry and every turn's lines exactly once.
+//! The two alternate in blocks (`--blocks`, 20 by default; `--turns` per block): turns
+//! without the remote, and as many with it while the block's share of the entries is
+//! being published (checked: still publishing when the block's turns end); every other
+//! block runs the baseline second. One engine serves both, so both sides have the same
+//! conversation, and whatever else the machine does falls on both. The NATS server stands
+//! for another machine: it runs under the idle scheduling policy (`chrt --idle 0`) with
+//! its store in memory (`/dev/shm` where there is one), so what is measured is what
+//! publishing costs this machine, not what storing costs the server's. Printed as one
+//! JSON line: the medians, the overhead of the medians (target: at most 5%) and the
+//! median of the blocks' overheads, how fast the entries were stored, the CPU time the
+//! remote's thread and the server took meanwhile, and the stream's message count, checked
+//! to hold every entry and every mirrored line exactly once.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -46,7 +49,7 @@ use strata_remote::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::measure::median;
+use crate::measure::{median, process_cpu_ms, threads_cpu_ms};
 
 /// The issue's target: publishing adds at most this much to a turn.
 const TARGET_OVERHEAD_PCT: f64 = 5.0;
@@ -54,7 +57,7 @@ const TARGET_OVERHEAD_PCT: f64 = 5.0;
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let entries = crate::store::flag(args, "--entries")?.unwrap_or(100_000);
     let turns = crate::store::flag(args, "--turns")?.unwrap_or(100);
-    let blocks = crate::store::flag(args, "--blocks")?.unwrap_or(10).max(1);
+    let blocks = crate::store::flag(args, "--blocks")?.unwrap_or(20).max(1);
     let entry_bytes = crate::store::flag(args, "--entry-bytes")?.unwrap_or(1_000);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -79,7 +82,14 @@ impl Drop for Server {
 
 fn start_server() -> anyhow::Result<Server> {
     let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let dir = tempfile::tempdir()?;
+    // The server's store in memory: in use the server is another machine, and its disk
+    // writes are not this machine's.
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm)?
+    } else {
+        tempfile::tempdir()?
+    };
     // The server runs under the idle scheduling policy: in use it is another machine, and
     // what is measured is what publishing costs this one. (A nice value is not enough on
     // an EEVDF kernel: a woken turn thread still waits out the server's slice.)
@@ -121,19 +131,18 @@ async fn workload(
         .await
         .context("nats-server did not answer")?;
     let dir = tempfile::tempdir()?;
-    let baseline_engine = open(dir.path(), "baseline", None).await?;
     let publisher = Arc::new(TranscriptPublisher::spawn_with(
         connection.clone(),
         OutboxLimits::default(),
         true,
         remote_runtime.handle(),
     ));
-    let engine = open(
-        dir.path(),
-        "publishing",
-        Some(Arc::new(Mirror(Arc::clone(&publisher)))),
-    )
-    .await?;
+    let mirror = Arc::new(Mirror {
+        publisher: Arc::clone(&publisher),
+        on: AtomicBool::new(true),
+        mirrored: AtomicU64::new(0),
+    });
+    let engine = open(dir.path(), "publishing", Arc::clone(&mirror) as _).await?;
     let session = engine.session_id();
     let transcript = engine.transcript_path();
     publisher.attach(
@@ -143,13 +152,21 @@ async fn workload(
     );
     // Warm-up: code, caches, transcript files and the connection in their steady state.
     let warmup = turns.max(10);
-    time_turns(&baseline_engine, warmup).await?;
+    mirror.on.store(false, Ordering::Relaxed);
+    time_turns(&engine, warmup).await?;
+    mirror.on.store(true, Ordering::Relaxed);
     time_turns(&engine, warmup).await?;
     assert_drained(&publisher).await?;
+    let without_remote = async |n| {
+        mirror.on.store(false, Ordering::Relaxed);
+        let times = time_turns(&engine, n).await;
+        mirror.on.store(true, Ordering::Relaxed);
+        times
+    };
 
-    // Blocks alternate: turns without the remote, then the same number of turns while a
-    // share of the backlog is being published. Both engines' conversations grow alike,
-    // and the machine's drift (other work on it) falls on both sides.
+    // Blocks alternate: turns without the remote, and the same number of turns while a
+    // share of the backlog is being published. The machine's drift (other work on it)
+    // falls on both sides.
     let filler = "x".repeat(entry_bytes.saturating_sub(120));
     let per_block = entries.div_ceil(blocks);
     let (mut baseline, mut publishing) = (Vec::new(), Vec::new());
@@ -157,8 +174,18 @@ async fn workload(
     let mut publish_seconds = 0.0;
     let mut outlasted = true;
     let mut queued = 0;
-    for _ in 0..blocks {
-        let mut base = time_turns(&baseline_engine, turns).await?;
+    let remote_cpu_before = threads_cpu_ms("strata-remote").unwrap_or(0.0);
+    let server_cpu_before = process_cpu_ms(server.child.id()).unwrap_or(0.0);
+    for block in 0..blocks {
+        // Every other block runs its baseline turns after the publishing ones (once the
+        // share is published), so running second (warmer caches, or a machine still
+        // busy) favours neither side.
+        let base_first = block % 2 == 0;
+        let mut base = if base_first {
+            without_remote(turns).await?
+        } else {
+            Vec::new()
+        };
         let started = Instant::now();
         for _ in 0..per_block.min(entries - queued) {
             let id = uuid::Uuid::new_v4().to_string();
@@ -172,6 +199,9 @@ async fn workload(
         outlasted &= publisher.stats().pending > 0;
         assert_drained(&publisher).await?;
         publish_seconds += started.elapsed().as_secs_f64();
+        if !base_first {
+            base = without_remote(turns).await?;
+        }
         if let (Some(b), Some(p)) = (median(&mut base), median(&mut during)) {
             block_overheads.push((p / b - 1.0) * 100.0);
         }
@@ -179,6 +209,8 @@ async fn workload(
         publishing.extend(during);
     }
 
+    let remote_cpu_ms = threads_cpu_ms("strata-remote").unwrap_or(0.0) - remote_cpu_before;
+    let server_cpu_ms = process_cpu_ms(server.child.id()).unwrap_or(0.0) - server_cpu_before;
     let base_ms = median(&mut baseline).unwrap_or(0.0);
     let pub_ms = median(&mut publishing).unwrap_or(0.0);
     let overhead = if base_ms > 0.0 {
@@ -187,7 +219,7 @@ async fn workload(
         0.0
     };
     let block_median = median(&mut block_overheads).unwrap_or(0.0);
-    let lines = std::fs::read_to_string(&transcript)?.lines().count() as u64;
+    let lines = mirror.mirrored.load(Ordering::Relaxed);
     let mut stream = connection.ready().await.stream;
     let stored = stream.info().await?.state.messages;
     let round = |v: f64| (v * 1000.0).round() / 1000.0;
@@ -209,6 +241,8 @@ async fn workload(
             "backlog_outlasted_the_turns": outlasted,
             "published_seconds": tenth(publish_seconds),
             "entries_per_second": (entries as f64 / publish_seconds).round(),
+            "remote_thread_cpu_ms": remote_cpu_ms,
+            "server_cpu_ms": server_cpu_ms,
             "stream_messages": stored,
             "expected_messages": entries as u64 + lines,
         })
@@ -224,7 +258,6 @@ async fn workload(
          --entries or fewer --turns"
     );
     engine.close().await?;
-    baseline_engine.close().await?;
     Ok(())
 }
 
@@ -240,7 +273,7 @@ async fn assert_drained(publisher: &TranscriptPublisher) -> anyhow::Result<()> {
 async fn open(
     root: &Path,
     name: &str,
-    mirror: Option<Arc<dyn TranscriptMirror>>,
+    mirror: Arc<dyn TranscriptMirror>,
 ) -> anyhow::Result<Engine> {
     let project = root.join(name);
     std::fs::create_dir_all(project.join(".git"))?;
@@ -265,7 +298,7 @@ async fn open(
         strict_mcp_config: false,
         max_thinking_tokens: None,
         sdk: SdkOptions {
-            transcript_mirror: mirror,
+            transcript_mirror: Some(mirror),
             ..SdkOptions::default()
         },
     })
@@ -289,13 +322,29 @@ async fn time_turns(engine: &Engine, n: usize) -> anyhow::Result<Vec<f64>> {
     Ok(times)
 }
 
-/// Every line the engine writes, to the publisher (the binary's mirror does the same).
-struct Mirror(Arc<TranscriptPublisher>);
+/// Every line the engine writes, to the publisher (the binary's mirror does the same),
+/// while `on`; off, the engine runs as without a remote.
+struct Mirror {
+    publisher: Arc<TranscriptPublisher>,
+    on: AtomicBool,
+    /// Lines handed to the publisher.
+    mirrored: AtomicU64,
+}
 
 impl TranscriptMirror for Mirror {
     fn line(&self, session_id: &str, uuid: Option<&str>, json: &str) {
+        if !self.on.load(Ordering::Relaxed) {
+            return;
+        }
+        self.mirrored.fetch_add(1, Ordering::Relaxed);
         let id = uuid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
-        self.0.publish(session_id, &id, json);
+        self.publisher.publish(session_id, &id, json);
+    }
+
+    fn turn(&self, running: bool) {
+        if self.on.load(Ordering::Relaxed) {
+            self.publisher.turn(running);
+        }
     }
 }
 

@@ -148,7 +148,9 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
         if let (Some(link), Some(ResumeTarget::Session(id))) = (&link, &resume)
             && uuid::Uuid::parse_str(id).is_ok()
         {
-            link.rebuild(&config_dir, &cwd, id).await?;
+            if let Some(message) = link.rebuild(&config_dir, &cwd, id).await? {
+                crate::headless::warn(format_args!("{message}"));
+            }
         }
         let mut target = resume;
         let mut first = true;
@@ -165,6 +167,17 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
             let mut options = base.clone();
             options.resume = target.take();
             options.fork_session = first && fork_session;
+            // A session picked with `/resume` is brought level with the remote as `-r`
+            // does at start-up: it may have gone on on another machine.
+            if !first
+                && let (Some(link), Some(ResumeTarget::Session(id))) = (&link, &options.resume)
+                && uuid::Uuid::parse_str(id).is_ok()
+            {
+                notice = match link.rebuild(&config_dir, &cwd, id).await {
+                    Ok(message) => message.map(|m| format!("⚠ {m}")),
+                    Err(failure) => Some(format!("⚠ {}", failure.message)),
+                };
+            }
             let mut remote_session = link.as_ref().map(crate::remote::Link::session);
             options.sdk.transcript_mirror = remote_session
                 .as_ref()

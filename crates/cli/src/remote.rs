@@ -36,7 +36,7 @@ use strata_agent::engine::{Engine, TranscriptMirror};
 use strata_config::{SettingsLocations, remote_config};
 use strata_remote::{
     ConnectionState, KvMetadataPort, OwnKeyWatch, RemoteConnection, RemoteOptions, RemoteRuntime,
-    TlsOptions, TranscriptPublisher, fetch_lines,
+    TlsOptions, TranscriptPublisher, fetch_lines, last_line,
 };
 use strata_session::layout::SessionLayout;
 use strata_session::listing::TitleScan;
@@ -143,31 +143,46 @@ impl Link {
     /// a stale prefix of it (the session went on elsewhere and came back), left as it is
     /// (and said) when the two differ. Nothing on either side: an error naming both
     /// places. With a local copy and a server that cannot be reached, the local copy is
-    /// resumed (and that is said).
+    /// resumed (and that is said). What is to be said is returned, for the caller to
+    /// show where its user looks (stderr, or the UI's notice).
     pub(crate) async fn rebuild(
         &self,
         config_dir: &Path,
         cwd: &Path,
         id: &str,
-    ) -> Result<(), Failure> {
+    ) -> Result<Option<String>, Failure> {
         let project_root = strata_config::paths::project_root(cwd);
         let local = strata_session::resume::resolve(config_dir, &project_root, id).ok();
         if !self.reachable(local.is_some()).await {
             let state = self.connection.state().borrow().clone();
             let why = state.error.as_deref().unwrap_or("no answer").to_owned();
             if local.is_some() {
-                warn(format_args!(
+                return Ok(Some(format!(
                     "the remote {} cannot be reached ({why}): session {id} is resumed from \
                      this machine's copy, which lacks anything done with it elsewhere",
                     self.connection.describe()
-                ));
-                return Ok(());
+                )));
             }
             return Err(Failure::failed(format!(
                 "no session {id} here, and the remote {} cannot be reached to rebuild it \
                  ({why})",
                 self.connection.describe(),
             )));
+        }
+        let max_payload = self.connection.client().server_info().max_payload;
+        if let Some(path) = &local
+            && let Ok(Some(last)) = last_line(&self.connection, id).await
+        {
+            let path = path.clone();
+            let level = tokio::task::spawn_blocking(move || {
+                std::fs::read(&path)
+                    .is_ok_and(|bytes| rebuild::ends_alike(&bytes, &last, max_payload))
+            })
+            .await
+            .unwrap_or(false);
+            if level {
+                return Ok(None);
+            }
         }
         let lines = fetch_lines(&self.connection, id)
             .await
@@ -179,12 +194,13 @@ impl Link {
         }
         let path =
             local.unwrap_or_else(|| SessionLayout::new(config_dir, &project_root, id).transcript());
-        let outcome = tokio::task::spawn_blocking(move || rebuild::bring_level(&path, &lines))
-            .await
-            .map_err(|e| Failure::failed(format!("rebuilding session {id} failed: {e}")))?
-            .map_err(|e| Failure::failed(format!("rebuilding session {id}: {e}")))?;
-        match outcome {
-            rebuild::Outcome::UpToDate | rebuild::Outcome::Written => {}
+        let outcome =
+            tokio::task::spawn_blocking(move || rebuild::bring_level(&path, &lines, max_payload))
+                .await
+                .map_err(|e| Failure::failed(format!("rebuilding session {id} failed: {e}")))?
+                .map_err(|e| Failure::failed(format!("rebuilding session {id}: {e}")))?;
+        Ok(match outcome {
+            rebuild::Outcome::UpToDate | rebuild::Outcome::Written => None,
             rebuild::Outcome::Diverged {
                 path,
                 at,
@@ -195,7 +211,7 @@ impl Link {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .insert(id.to_owned());
-                warn(format_args!(
+                Some(format!(
                     "session {id}: this machine's copy and the remote's differ from line {} on \
                      ({local} lines here, {remote} on the remote {}): the session went on \
                      differently in two places. {} is left as it is and resumed, without the \
@@ -208,15 +224,14 @@ impl Link {
                     self.connection.describe(),
                     path.display(),
                     self.connection.describe(),
-                ));
+                ))
             }
-            rebuild::Outcome::Changed(path) => warn(format_args!(
+            rebuild::Outcome::Changed(path) => Some(format!(
                 "session {id}: {} changed while it was compared with the remote (another \
                  strata process has the session open?); it is left as it is",
                 path.display()
             )),
-        }
-        Ok(())
+        })
     }
 
     /// Waits for the bucket and stream, at most [`REBUILD_LIMIT`]; `local`: a copy of
@@ -542,5 +557,9 @@ impl TranscriptMirror for Mirror {
         // file) keeps.
         let id = uuid.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
         self.publisher.publish(session_id, &id, json);
+    }
+
+    fn turn(&self, running: bool) {
+        self.publisher.turn(running);
     }
 }

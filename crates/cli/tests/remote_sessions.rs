@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod headless_support;
+mod tmux_support;
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use strata_testkit::nats::NatsServer;
 use strata_testkit::{MockResponse, MockServer};
 
 use headless_support::{Driver, Env};
+use tmux_support::Pane;
 
 async fn connect(url: &str) -> RemoteConnection {
     RemoteConnection::connect_url(url).await.unwrap()
@@ -221,6 +223,52 @@ async fn i17_1_a_session_moves_back_a_to_b_to_a_and_a_sees_b_s_turn() {
             .count(),
         1,
         "B's prompt once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_1_a_session_picked_with_resume_in_the_ui_is_first_brought_level_with_the_remote() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let connection = connect(&url).await;
+    let server = MockServer::start().await.unwrap();
+    let (a, b) = (Env::new(), Env::new());
+    let id = first_turn(&a, &server, &url).await;
+    server.push(MockResponse::text("now it is 43"));
+    let run = turn(&b, &server, &url, &id, "make it 43").await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+
+    // Host A opens the UI on a new session and picks the old one with `/resume`: its copy
+    // lacks B's turn until it is brought level with the stream.
+    server.push(MockResponse::text("43 it is"));
+    let done = tokio::task::block_in_place(|| {
+        let Some(pane) = Pane::start(&a, Some(&server), &["--remote", &url], 100, 30) else {
+            return false;
+        };
+        pane.wait_for("remote connected");
+        pane.type_text("/resume");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Resume a session");
+        pane.type_text("remember 42");
+        pane.keys(&["Enter"]);
+        pane.wait_for("now it is 43");
+        pane.type_text("what is it now?");
+        pane.keys(&["Enter"]);
+        pane.wait_for("43 it is");
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+        true
+    });
+    if !done {
+        return;
+    }
+    let asked = server.requests().last().unwrap().body_text();
+    assert!(asked.contains("make it 43"), "A's turn sees B's: {asked}");
+    let (path, _) = transcript_lines(&a);
+    assert_eq!(
+        String::from_utf8(std::fs::read(&path).unwrap()).unwrap(),
+        String::from_utf8(as_file(&fetch_lines(&connection, &id).await.unwrap())).unwrap(),
+        "A's file is what the stream holds: one history, no fork"
     );
 }
 

@@ -8,8 +8,8 @@
 //! compared with the stream, and those after the last line the stream holds for the
 //! session are published, before anything new.
 //!
-//! Because the publisher keeps one line in flight, the stream holds a prefix of the
-//! session's lines: finding the stream's last line in the transcript (the last equal
+//! Because the publisher's pipeline stores each line only right after its predecessor,
+//! the stream holds a prefix of the session's lines: finding the stream's last line in the transcript (the last equal
 //! line before the boundary) says exactly where to start. None found means the stream
 //! holds lines this machine has not (another host went on with the session): nothing old
 //! is published then, and that is said.
@@ -28,12 +28,11 @@ use std::io::{BufRead as _, BufReader, Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use async_nats::jetstream::{message::StreamMessage, stream};
-use tokio::sync::watch;
-
-use crate::connection::{Bound, ConnectionState, RemoteError};
+use crate::connection::{Bound, RemoteError};
 use crate::outbox::{Entry, read_spill_file};
-use crate::transcripts::{publish_until_stored, subject};
+use crate::pipeline::Pipeline;
+use crate::transcripts::subject;
+use async_nats::jetstream::{message::StreamMessage, stream};
 
 /// The name a crashed process's spill file is given while it is replayed.
 pub const REPLAY_FILE: &str = "remote-outbox.replay.jsonl";
@@ -89,9 +88,9 @@ impl CatchUp {
     }
 
     /// Publishes what the stream lacks, then removes the replayed spill file.
-    pub(crate) async fn run(self, bound: &Bound, state: &mut watch::Receiver<ConnectionState>) {
+    pub(crate) async fn run(self, pipeline: &mut Pipeline) {
         let plan = loop {
-            match self.plan(bound).await {
+            match self.plan(pipeline.bound()).await {
                 Ok(plan) => break plan,
                 Err(error) => {
                     tracing::debug!(%error, session = self.session, "catching up the remote; trying again");
@@ -124,15 +123,17 @@ impl CatchUp {
             if lines.is_empty() {
                 break;
             }
+            let mut entries = Vec::with_capacity(lines.len());
             for (offset, line) in lines {
-                let id = line_id(&self.session, offset, &line, &ids);
-                let entry = Entry {
+                at = offset + line.len() as u64 + 1;
+                entries.push(Entry {
                     subject: self.subject.clone(),
-                    id,
+                    id: line_id(&self.session, offset, &line, &ids),
                     line,
-                };
-                publish_until_stored(bound, state, &entry).await;
-                at = offset + entry.line.len() as u64 + 1;
+                });
+            }
+            if !pipeline.publish_all(&entries).await {
+                return;
             }
         }
         if let Some(replay) = &self.replay

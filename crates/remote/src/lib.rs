@@ -42,6 +42,7 @@ mod connection;
 mod mode_request;
 mod observe;
 mod outbox;
+mod pipeline;
 mod port;
 mod transcripts;
 mod watch;
@@ -59,6 +60,9 @@ pub use observe::{
     session_of_subject, watch_all_metadata,
 };
 pub use outbox::{Entry, Outbox, OutboxLimits, OutboxStats, SPILL_FILE, read_spill_file};
+pub use pipeline::publishable;
 pub use port::{Desired, KvMetadataPort, UPDATED_AT, WRITTEN_BY, merged_document, write_metadata};
-pub use transcripts::{TranscriptPublisher, fetch_lines, list_sessions, spill_path, subject};
+pub use transcripts::{
+    TranscriptPublisher, fetch_lines, last_line, list_sessions, spill_path, subject,
+};
 pub use watch::{OwnKeyWatch, watch_own_key};

@@ -5,7 +5,7 @@
 //! on the network: it takes a lock, appends, and wakes the publisher. While the server is
 //! reachable the queue stays a few lines long; while it is not, lines pile up. Past the
 //! bound ([`OutboxLimits`]) the outbox *moves to disk*: everything not yet acknowledged —
-//! the line being published, the memory queue, the new line — is written, in order, to the
+//! the lines being published, the memory queue, the new line — is written, in order, to the
 //! spill file (`<session dir>/remote-outbox.jsonl`, one JSON record per line:
 //! `{"subject":…,"id":…,"line":…}`), memory is emptied, and further lines are appended to
 //! the file. The publisher then reads the file back in order. So while a spill file
@@ -63,7 +63,7 @@ pub struct Entry {
 /// What the outbox can report about itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OutboxStats {
-    /// Lines not yet acknowledged (memory, file and the one being published).
+    /// Lines not yet acknowledged (memory, file and those being published).
     pub pending: usize,
     /// Of those, lines in the spill file.
     pub spilled: usize,
@@ -85,8 +85,8 @@ struct State {
     limits: OutboxLimits,
     memory: VecDeque<Entry>,
     memory_bytes: usize,
-    /// Handed to the publisher, not acknowledged yet.
-    in_flight: Option<Entry>,
+    /// Handed to the publisher, not acknowledged yet, in order.
+    in_flight: VecDeque<Entry>,
     spill_path: Option<PathBuf>,
     spill: Option<Spill>,
     published: u64,
@@ -132,22 +132,23 @@ impl Outbox {
         self.wake.notify_one();
     }
 
-    /// The next line to publish: the one not acknowledged yet, else the oldest queued.
-    pub fn next(&self) -> Option<Entry> {
+    /// The next lines to publish, at most `max`, in order: those handed out and not
+    /// acknowledged yet first, then the oldest queued. Empty when nothing is pending.
+    pub fn window(&self, max: usize) -> Vec<Entry> {
         let mut state = self.lock();
-        if state.in_flight.is_none() {
-            let next = state.pop();
-            state.in_flight = next;
+        while state.in_flight.len() < max {
+            let Some(next) = state.pop() else { break };
+            state.in_flight.push_back(next);
         }
-        state.in_flight.clone()
+        state.in_flight.iter().take(max).cloned().collect()
     }
 
-    /// The line [`Outbox::next`] handed out is stored.
-    pub fn ack(&self) {
+    /// The first `count` lines [`Outbox::window`] handed out are stored.
+    pub fn ack(&self, count: usize) {
         let mut state = self.lock();
-        if state.in_flight.take().is_some() {
-            state.published += 1;
-        }
+        let count = count.min(state.in_flight.len());
+        state.in_flight.drain(..count);
+        state.published += count as u64;
         state.retire_drained_spill();
         drop(state);
         // A flush may be waiting for the queue to empty.
@@ -164,7 +165,7 @@ impl Outbox {
         let state = self.lock();
         let spilled = state.spill.as_ref().map_or(0, |s| s.unread);
         OutboxStats {
-            pending: state.memory.len() + spilled + usize::from(state.in_flight.is_some()),
+            pending: state.memory.len() + spilled + state.in_flight.len(),
             spilled,
             published: state.published,
         }
@@ -183,7 +184,7 @@ impl Outbox {
         let Some(path) = state.spill_path.clone() else {
             return Ok(0);
         };
-        let mut lines: Vec<Entry> = state.in_flight.take().into_iter().collect();
+        let mut lines: Vec<Entry> = state.in_flight.drain(..).collect();
         lines.extend(state.memory.drain(..));
         state.memory_bytes = 0;
         if let Some(mut spill) = state.spill.take() {
@@ -250,15 +251,15 @@ impl State {
             .write(true)
             .open(path)?;
         let mut unread = 0;
-        // The line being published goes first, so the file alone is the whole backlog
-        // (a crash now loses nothing of it); it is read back as the file's first line
-        // once acknowledged — see `pop`'s skip.
+        // The lines being published go first, so the file alone is the whole backlog
+        // (a crash now loses nothing of it); they stay handed out, and their copies in
+        // the file are skipped below.
         let head = self.in_flight.iter().chain(self.memory.iter());
         for queued in head.chain(std::iter::once(entry)) {
             write_record(&mut file, queued)?;
             unread += 1;
         }
-        let skip_in_flight = self.in_flight.is_some();
+        let skip_in_flight = self.in_flight.len();
         self.memory.clear();
         self.memory_bytes = 0;
         let mut spill = Spill {
@@ -267,10 +268,9 @@ impl State {
             read_at: 0,
             unread,
         };
-        if skip_in_flight {
-            // The in-flight line stays handed out; its copy in the file is skipped.
-            let first = read_lines(&mut spill, 1)?;
-            debug_assert_eq!(first.len(), 1);
+        if skip_in_flight > 0 {
+            let skipped = read_lines(&mut spill, skip_in_flight)?;
+            debug_assert_eq!(skipped.len(), skip_in_flight);
         }
         self.spill = Some(spill);
         Ok(())
@@ -310,7 +310,7 @@ impl State {
         let drained = self
             .spill
             .as_ref()
-            .is_some_and(|s| s.unread == 0 && self.in_flight.is_none() && self.memory.is_empty());
+            .is_some_and(|s| s.unread == 0 && self.in_flight.is_empty() && self.memory.is_empty());
         if drained
             && let Some(spill) = self.spill.take()
             && let Err(error) = remove_if_present(&spill.path)
@@ -395,11 +395,15 @@ mod tests {
         }
     }
 
+    fn next(outbox: &Outbox) -> Option<Entry> {
+        outbox.window(1).into_iter().next()
+    }
+
     fn drain(outbox: &Outbox) -> Vec<Entry> {
         let mut out = Vec::new();
-        while let Some(e) = outbox.next() {
+        while let Some(e) = next(outbox) {
             out.push(e);
-            outbox.ack();
+            outbox.ack(1);
         }
         out
     }
@@ -416,12 +420,54 @@ mod tests {
         let outbox = Outbox::new(OutboxLimits::default());
         outbox.push(entry(0));
         outbox.push(entry(1));
-        assert_eq!(outbox.next(), Some(entry(0)));
+        assert_eq!(next(&outbox), Some(entry(0)));
         // Not acknowledged: handed out again (a retry under the same id).
-        assert_eq!(outbox.next(), Some(entry(0)));
-        outbox.ack();
+        assert_eq!(next(&outbox), Some(entry(0)));
+        outbox.ack(1);
         assert_eq!(drain(&outbox), vec![entry(1)]);
         assert_eq!(outbox.stats().published, 2);
+    }
+
+    #[test]
+    fn a_window_hands_out_its_unacknowledged_tail_again_first() {
+        let outbox = Outbox::new(OutboxLimits::default());
+        for i in 0..5 {
+            outbox.push(entry(i));
+        }
+        assert_eq!(outbox.window(3), (0..3).map(entry).collect::<Vec<_>>());
+        assert_eq!(outbox.stats().pending, 5);
+        // Two stored: the third goes again, ahead of the queue.
+        outbox.ack(2);
+        assert_eq!(outbox.window(3), (2..5).map(entry).collect::<Vec<_>>());
+        // A smaller window than what is handed out keeps the order too.
+        assert_eq!(outbox.window(1), vec![entry(2)]);
+        outbox.ack(3);
+        assert_eq!(outbox.window(3), Vec::<Entry>::new());
+        assert_eq!(outbox.stats().published, 5);
+    }
+
+    #[test]
+    fn a_spill_while_a_window_is_out_keeps_the_window_first_and_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SPILL_FILE);
+        let outbox = Outbox::new(small());
+        outbox.set_spill_path(path.clone());
+        for i in 0..3 {
+            outbox.push(entry(i));
+        }
+        assert_eq!(outbox.window(3), (0..3).map(entry).collect::<Vec<_>>());
+        for i in 3..12 {
+            outbox.push(entry(i));
+        }
+        assert_eq!(
+            read_spill_file(&path).unwrap(),
+            (0..12).map(entry).collect::<Vec<_>>()
+        );
+        outbox.ack(1);
+        let mut out = vec![entry(0)];
+        out.extend(drain(&outbox));
+        assert_eq!(out, (0..12).map(entry).collect::<Vec<_>>());
+        assert!(!path.exists());
     }
 
     #[test]
@@ -431,7 +477,7 @@ mod tests {
         let outbox = Outbox::new(small());
         outbox.set_spill_path(path.clone());
         outbox.push(entry(0));
-        assert_eq!(outbox.next(), Some(entry(0))); // in flight while the server is away
+        assert_eq!(next(&outbox), Some(entry(0))); // in flight while the server is away
         for i in 1..20 {
             outbox.push(entry(i));
         }
@@ -441,7 +487,7 @@ mod tests {
         // The file alone holds the whole backlog, the in-flight line first.
         let on_disk = read_spill_file(&path).unwrap();
         assert_eq!(on_disk, (0..20).map(entry).collect::<Vec<_>>());
-        outbox.ack();
+        outbox.ack(1);
         assert_eq!(drain(&outbox), (1..20).map(entry).collect::<Vec<_>>());
         assert!(!path.exists(), "a drained spill file is removed");
         // Back in memory: a short queue does not touch the disk.
@@ -461,8 +507,8 @@ mod tests {
         }
         let mut out = Vec::new();
         for i in 10..30 {
-            out.push(outbox.next().unwrap());
-            outbox.ack();
+            out.push(next(&outbox).unwrap());
+            outbox.ack(1);
             outbox.push(entry(i));
         }
         out.extend(drain(&outbox));
@@ -478,7 +524,7 @@ mod tests {
         for i in 0..3 {
             outbox.push(entry(i));
         }
-        assert_eq!(outbox.next(), Some(entry(0)));
+        assert_eq!(next(&outbox), Some(entry(0)));
         assert_eq!(outbox.persist().unwrap(), 3);
         assert_eq!(
             read_spill_file(&path).unwrap(),
@@ -490,8 +536,8 @@ mod tests {
         for i in 0..12 {
             outbox.push(entry(i));
         }
-        assert_eq!(outbox.next(), Some(entry(0)));
-        outbox.ack();
+        assert_eq!(next(&outbox), Some(entry(0)));
+        outbox.ack(1);
         assert_eq!(outbox.persist().unwrap(), 11);
         assert_eq!(
             read_spill_file(&path).unwrap(),

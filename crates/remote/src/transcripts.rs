@@ -8,41 +8,44 @@
 //!
 //! Publishing is off the turn's path: [`TranscriptPublisher::publish`] only queues the
 //! line in the [`Outbox`] (memory, then disk past the bound); one background task
-//! publishes the queue in order, one line at a time, and waits for each
-//! acknowledgement before the next — with one line in flight the stream holds, per
-//! session, always a prefix of the queue, which is what makes recovery exact. A line
+//! publishes the queue in order, a window of lines at a time ([`crate::pipeline`]), each
+//! line stored by the server only right after its predecessor — so the stream holds,
+//! per session, always a prefix of the queue, which is what makes recovery exact. A line
 //! whose publish failed is published again under the same id once the connection is
-//! back; before that the stream is asked for the subject's last message, and when that
-//! is the line (it was stored, its acknowledgement lost), it is not sent again — so no
-//! duplicate appears even after an outage longer than the server's duplicate window.
+//! back; before that the stream is asked for the subject's last message, and the lines
+//! up to it (stored, their acknowledgements lost) are not sent again — so no duplicate
+//! appears even after an outage longer than the server's duplicate window.
+//!
+//! While a turn runs, its lines are gathered for 20 ms and published together, so the
+//! publisher (and the server) wake once per batch rather than once per line; a backlog is
+//! paced meanwhile ([`crate::pipeline`]). Between turns lines go out at once.
 //!
 //! A session resumed with the remote first catches up (`catch_up`): the lines of its
 //! local transcript after the last one the stream holds, the spill file a crashed
 //! process left behind among them, are published before anything new.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use async_nats::jetstream::{self, consumer, context::Publish};
+use async_nats::jetstream::consumer;
 use futures::StreamExt;
-use strata_state::RemoteConnectionStatus;
 use tokio::sync::watch;
 
 use crate::catch_up::{self, CatchUp};
-use crate::connection::{Bound, ConnectionState, RemoteConnection, RemoteError};
+use crate::connection::{RemoteConnection, RemoteError};
 use crate::outbox::{Entry, Outbox, OutboxLimits, OutboxStats, SPILL_FILE};
+use crate::pipeline::Pipeline;
 
 /// The subject of session `id`'s lines.
 pub fn subject(session: &str) -> String {
     format!("strata.session.{session}")
 }
 
-/// Room left for a message's headers under the server's payload limit.
-const HEADER_ROOM: usize = 512;
-
-/// The pause after a failed publish while the connection still looks up.
-const RETRY_AFTER: Duration = Duration::from_millis(200);
+/// How long a turn's lines are gathered before they go out together (see `run`): the
+/// live view of the session lags by at most this much.
+const LINGER: Duration = Duration::from_millis(20);
 
 /// What the publisher's task and its handle share.
 struct Shared {
@@ -54,6 +57,8 @@ struct Shared {
     catching_up: watch::Sender<bool>,
     /// The first line this publisher was given and how many (see `attach`).
     seen: Mutex<(u64, Option<String>)>,
+    /// Whether a turn of the session runs: the backlog is paced then.
+    turn_running: Arc<AtomicBool>,
 }
 
 /// Publishes transcript lines in order from a background task (see the module docs).
@@ -90,6 +95,7 @@ impl TranscriptPublisher {
             catch_up: Mutex::new(None),
             catching_up: watch::Sender::new(false),
             seen: Mutex::new((0, None)),
+            turn_running: Arc::new(AtomicBool::new(false)),
         });
         let task = runtime.spawn(run(connection, Arc::clone(&outbox), Arc::clone(&shared)));
         Self {
@@ -170,6 +176,13 @@ impl TranscriptPublisher {
         self.outbox.persist()
     }
 
+    /// A turn of the session started (`true`) or ended (`false`): while one runs, a
+    /// backlog is published at a pace that leaves the machine to the turn (the lines of
+    /// the turn itself never wait).
+    pub fn turn(&self, running: bool) {
+        self.shared.turn_running.store(running, Ordering::Relaxed);
+    }
+
     /// What is waiting.
     pub fn stats(&self) -> OutboxStats {
         self.outbox.stats()
@@ -177,7 +190,7 @@ impl TranscriptPublisher {
 }
 
 /// The publisher's task: wait to be released and connected, catch up, then publish the
-/// queue line by line.
+/// queue a window at a time.
 async fn run(connection: RemoteConnection, outbox: Arc<Outbox>, shared: Arc<Shared>) {
     let mut released = shared.released.subscribe();
     while !*released.borrow_and_update() {
@@ -186,16 +199,18 @@ async fn run(connection: RemoteConnection, outbox: Arc<Outbox>, shared: Arc<Shar
         }
     }
     let bound = connection.ready().await;
-    let mut state = connection.state();
+    let mut pipeline = Pipeline::new(&connection, bound, Arc::clone(&shared.turn_running));
     let pending_catch_up = shared
         .catch_up
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     if let Some(catch_up) = pending_catch_up {
-        catch_up.run(&bound, &mut state).await;
+        catch_up.run(&mut pipeline).await;
         shared.catching_up.send_replace(false);
     }
+    // Whether the queue was empty before this window: its lines are a turn's first.
+    let mut woken = false;
     loop {
         if let Some(error) = outbox.take_spill_error() {
             tracing::warn!(
@@ -203,91 +218,45 @@ async fn run(connection: RemoteConnection, outbox: Arc<Outbox>, shared: Arc<Shar
                 "the remote outbox could not use its spill file; lines wait in memory"
             );
         }
-        let Some(entry) = outbox.next() else {
+        let window = outbox.window(pipeline.window());
+        if window.is_empty() {
             outbox.changed().await;
+            woken = true;
             continue;
-        };
-        // A line the server can never take would stop the session's replication for
-        // good: it is left out, loudly (the local transcript has it).
-        let limit = connection.client().server_info().max_payload;
-        if limit > 0 && entry.line.len() + HEADER_ROOM > limit {
-            tracing::warn!(
-                subject = entry.subject,
-                bytes = entry.line.len(),
-                limit,
-                "a transcript line is larger than the NATS server accepts; it is not replicated"
-            );
-        } else {
-            publish_until_stored(&bound, &mut state, &entry).await;
         }
-        outbox.ack();
-    }
-}
-
-/// Publishes `entry` until the stream has it (see the module docs on retries).
-pub(crate) async fn publish_until_stored(
-    bound: &Bound,
-    state: &mut watch::Receiver<ConnectionState>,
-    entry: &Entry,
-) {
-    let mut failed = false;
-    loop {
-        // Publishing into a connection that is down only queues in the client and times
-        // out: wait for it instead.
-        while state.borrow_and_update().status != RemoteConnectionStatus::Connected {
-            if state.changed().await.is_err() {
-                return;
-            }
+        if std::mem::take(&mut woken)
+            && window.len() < pipeline.window()
+            && shared.turn_running.load(Ordering::Relaxed)
+        {
+            // While a turn runs its lines are gathered for a moment and go out
+            // together: one wakeup of this thread (and of the server) per `LINGER`,
+            // not per line, each of which would take the processor from the turn.
+            tokio::time::sleep(LINGER).await;
+            continue;
         }
-        if failed && is_last_stored(bound, entry).await {
+        let stored = pipeline.publish(&window).await;
+        if stored == 0 {
+            // The connection is gone: nothing more can be published by this task.
             return;
         }
-        match publish_one(&bound.js, entry).await {
-            Ok(()) => return,
-            Err(error) => {
-                if !failed {
-                    tracing::debug!(%error, subject = entry.subject, "a transcript line is not published yet; it will be again");
-                }
-                failed = true;
-                tokio::time::sleep(RETRY_AFTER).await;
-            }
-        }
+        outbox.ack(stored);
     }
-}
-
-/// Whether the subject's last stored message is `entry` (by its message id).
-async fn is_last_stored(bound: &Bound, entry: &Entry) -> bool {
-    match bound
-        .stream
-        .get_last_raw_message_by_subject(&entry.subject)
-        .await
-    {
-        Ok(message) => message
-            .headers
-            .get(async_nats::header::NATS_MESSAGE_ID)
-            .is_some_and(|id| id.as_str() == entry.id),
-        Err(_) => false,
-    }
-}
-
-async fn publish_one(js: &jetstream::Context, entry: &Entry) -> Result<(), RemoteError> {
-    let ack = js
-        .send_publish(
-            entry.subject.clone(),
-            Publish::build()
-                .payload(entry.line.clone().into_bytes().into())
-                .message_id(&entry.id),
-        )
-        .await
-        .map_err(|error| RemoteError::js("publishing a transcript line", error))?;
-    ack.await
-        .map_err(|error| RemoteError::js("storing a transcript line", error))?;
-    Ok(())
 }
 
 /// The spill file path of a session folder (for messages and tests).
 pub fn spill_path(session_dir: &Path) -> PathBuf {
     session_dir.join(SPILL_FILE)
+}
+
+/// The last line of session `session` on the stream (`None` when it has none); waits
+/// until the stream is bound.
+pub async fn last_line(
+    connection: &RemoteConnection,
+    session: &str,
+) -> Result<Option<String>, RemoteError> {
+    let bound = connection.ready().await;
+    let last = crate::catch_up::last_stored(&bound.stream, &subject(session)).await?;
+    Ok(last.map(|message| String::from_utf8_lossy(&message.payload).into_owned()))
 }
 
 /// How many times reading a session back is tried (a cluster may be electing a leader).

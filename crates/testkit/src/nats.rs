@@ -42,6 +42,8 @@ struct Node {
     cluster_port: Option<u16>,
     routes: Vec<u16>,
     store: PathBuf,
+    /// A configuration file (`-c`), for settings with no command-line flag.
+    config: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -54,6 +56,9 @@ impl Node {
             .args(["-m", &self.monitor.to_string()])
             .arg("-sd")
             .arg(&self.store);
+        if let Some(config) = &self.config {
+            command.arg("-c").arg(config);
+        }
         if let Some(cluster_port) = self.cluster_port {
             let routes: Vec<String> = self
                 .routes
@@ -163,9 +168,23 @@ impl NatsServer {
             cluster_port: None,
             routes: Vec::new(),
             store: dir.path().join("store"),
+            config: None,
             child: None,
         };
         Self { node, _dir: dir }
+    }
+
+    /// Starts a server that takes messages of at most `bytes` (its `max_payload`), and
+    /// waits until it is healthy.
+    pub fn start_with_max_payload(bytes: usize) -> Self {
+        let mut server = Self::stopped();
+        let config = server._dir.path().join("server.conf");
+        std::fs::write(&config, format!("max_payload: {bytes}\n"))
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", config.display()));
+        server.node.config = Some(config);
+        server.node.spawn();
+        wait_healthy(&[&server.node]);
+        server
     }
 
     /// The client URL (`nats://127.0.0.1:PORT`).
@@ -227,6 +246,7 @@ impl NatsCluster {
                     .map(|(_, port)| *port)
                     .collect(),
                 store: dir.path().join(format!("store-{i}")),
+                config: None,
                 child: None,
             })
             .collect();

@@ -45,8 +45,8 @@ use tokio_util::sync::CancellationToken;
 pub use self::error::{CloseError, OpenError, RewindError, SetModeError, TaskError};
 pub use self::handles::{BootstrapHandle, EngineHandles};
 pub use self::mcp::ProjectServerAnswer;
-use self::record::Recorder;
 pub use self::record::TranscriptMirror;
+use self::record::{Recorder, TurnSignal};
 use crate::permissions::{PermissionLaunch, check_mode_change};
 use crate::provider::Provider;
 pub use crate::query::ports::{EventSink, PermissionPrompt, PermissionPrompter, PromptFuture};
@@ -405,6 +405,7 @@ impl Engine {
     ) -> ResultMessage {
         let uuid = uuid.filter(|u| uuid::Uuid::parse_str(u).is_ok());
         *lock(&self.inner.current_turn) = Some(cancel.clone());
+        let _running = TurnSignal::start(self.inner.sdk.transcript_mirror.clone());
         let (prompt, meta, command_turn) = self.inner.expand_custom_command(prompt, &cancel).await;
         let prompt = self.inner.expand_mcp_prompt(prompt, &cancel).await;
         let tools = self.inner.turn_tools(&prompt, &meta).await;

@@ -62,7 +62,9 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         (&link, &setup.resume)
         && uuid::Uuid::parse_str(id).is_ok()
     {
-        link.rebuild(&setup.config_dir, &setup.cwd, id).await?;
+        if let Some(message) = link.rebuild(&setup.config_dir, &setup.cwd, id).await? {
+            super::warn(format_args!("{message}"));
+        }
     }
     let mut remote = link.as_ref().map(crate::remote::Link::session);
     let config_dir_of_session = setup.config_dir.clone();

@@ -11,7 +11,15 @@
 //!   appended, byte for byte, so the file ends equal to what the stream holds;
 //! - the stream's lines are a prefix of the local ones (lines not published yet): nothing
 //!   to do here, the catch-up publishes them once the session is attached;
-//! - they differ somewhere: both went on differently. Nothing local is ever rewritten or
+//! - they differ somewhere: both went on differently.
+//!
+//! A local line larger than the server takes was never published (the publisher leaves
+//! it out, loudly): it is not looked for on the stream, so it makes no difference.
+//!
+//! Before anything is fetched, the local copy's last line is compared with the stream's
+//! last line of the session ([`ends_alike`]): equal, the copy is level (every line holds
+//! its own uuid and time, so two histories do not end alike), and the session's lines are
+//! not read from the server at all — the usual case of a session resumed where it ran. Nothing local is ever rewritten or
 //!   dropped: the file is left as it is and the user is told which session, from which
 //!   line, and what they can do; the session's new lines are then kept local (the
 //!   binary does not publish them), so the stream never holds two histories of it.
@@ -38,32 +46,51 @@ pub(crate) enum Standing {
     },
 }
 
-/// Compares a local transcript's bytes with the stream's lines. A last line without its
-/// newline (a torn write) is compared as it is: when it equals the stream's line, the
-/// writer terminates it before anything is appended.
-pub(crate) fn compare(local: &[u8], remote: &[String]) -> Standing {
-    let body = local.strip_suffix(b"\n").unwrap_or(local);
-    let lines: Vec<&[u8]> = if local.is_empty() {
-        Vec::new()
-    } else {
-        body.split(|b| *b == b'\n').collect()
-    };
-    if let Some(at) = lines
-        .iter()
-        .zip(remote)
-        .position(|(here, there)| *here != there.as_bytes())
-    {
-        return Standing::Diverged {
-            at,
-            local: lines.len(),
-            remote: remote.len(),
-        };
+/// The lines of a transcript's bytes. A last line without its newline (a torn write) is
+/// a line as it is: when it equals the stream's line, the writer terminates it before
+/// anything is appended.
+fn split_lines(local: &[u8]) -> Vec<&[u8]> {
+    if local.is_empty() {
+        return Vec::new();
     }
-    if remote.len() > lines.len() {
-        Standing::Behind { from: lines.len() }
+    let body = local.strip_suffix(b"\n").unwrap_or(local);
+    body.split(|b| *b == b'\n').collect()
+}
+
+/// Compares a local transcript's bytes with the stream's lines; `max_payload` is the
+/// server's limit (0: unknown), past which a local line was never published.
+pub(crate) fn compare(local: &[u8], remote: &[String], max_payload: usize) -> Standing {
+    let lines = split_lines(local);
+    let published = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| strata_remote::publishable(line.len(), max_payload));
+    let mut matched = 0;
+    for ((at, here), there) in published.zip(remote) {
+        if *here != there.as_bytes() {
+            return Standing::Diverged {
+                at,
+                local: lines.len(),
+                remote: remote.len(),
+            };
+        }
+        matched += 1;
+    }
+    if remote.len() > matched {
+        Standing::Behind { from: matched }
     } else {
         Standing::UpToDate
     }
+}
+
+/// Whether the local transcript's last published line is `last`, the stream's last line
+/// of the session: then the copy is level and nothing needs fetching.
+pub(crate) fn ends_alike(local: &[u8], last: &str, max_payload: usize) -> bool {
+    split_lines(local)
+        .iter()
+        .rev()
+        .find(|line| strata_remote::publishable(line.len(), max_payload))
+        .is_some_and(|line| *line == last.as_bytes())
 }
 
 /// What bringing the local copy level did.
@@ -87,7 +114,11 @@ pub(crate) enum Outcome {
 /// Brings the transcript at `path` (which may not exist) level with `remote`, the
 /// stream's lines for the session (see the module docs). Blocking: call it off the
 /// async workers.
-pub(crate) fn bring_level(path: &Path, remote: &[String]) -> Result<Outcome, Failure> {
+pub(crate) fn bring_level(
+    path: &Path,
+    remote: &[String],
+    max_payload: usize,
+) -> Result<Outcome, Failure> {
     let read = |path: &Path| match std::fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -95,7 +126,7 @@ pub(crate) fn bring_level(path: &Path, remote: &[String]) -> Result<Outcome, Fai
     };
     let written = |e: strata_session::writer::WriterError| Failure::failed(e.to_string());
     let before = read(path)?;
-    let from = match compare(before.as_deref().unwrap_or_default(), remote) {
+    let from = match compare(before.as_deref().unwrap_or_default(), remote, max_payload) {
         Standing::UpToDate => return Ok(Outcome::UpToDate),
         Standing::Diverged { at, local, remote } => {
             return Ok(Outcome::Diverged {
@@ -155,25 +186,25 @@ mod tests {
     #[test]
     fn i17_a_stale_copy_is_behind_the_stream() {
         let remote = lines(&["a", "b", "c"]);
-        assert_eq!(compare(b"a\nb\n", &remote), Standing::Behind { from: 2 });
-        assert_eq!(compare(b"", &remote), Standing::Behind { from: 0 });
+        assert_eq!(compare(b"a\nb\n", &remote, 0), Standing::Behind { from: 2 });
+        assert_eq!(compare(b"", &remote, 0), Standing::Behind { from: 0 });
         // A torn last line equal to the stream's is the same line.
-        assert_eq!(compare(b"a\nb", &remote), Standing::Behind { from: 2 });
+        assert_eq!(compare(b"a\nb", &remote, 0), Standing::Behind { from: 2 });
     }
 
     #[test]
     fn i17_a_copy_holding_every_stream_line_is_up_to_date() {
         let remote = lines(&["a", "b"]);
-        assert_eq!(compare(b"a\nb\n", &remote), Standing::UpToDate);
-        assert_eq!(compare(b"a\nb\nc\n", &remote), Standing::UpToDate);
-        assert_eq!(compare(b"a\n", &[]), Standing::UpToDate);
+        assert_eq!(compare(b"a\nb\n", &remote, 0), Standing::UpToDate);
+        assert_eq!(compare(b"a\nb\nc\n", &remote, 0), Standing::UpToDate);
+        assert_eq!(compare(b"a\n", &[], 0), Standing::UpToDate);
     }
 
     #[test]
     fn i17_a_copy_that_went_on_differently_has_diverged() {
         let remote = lines(&["a", "b", "c"]);
         assert_eq!(
-            compare(b"a\nx\n", &remote),
+            compare(b"a\nx\n", &remote, 0),
             Standing::Diverged {
                 at: 1,
                 local: 2,
@@ -182,12 +213,41 @@ mod tests {
         );
         // A byte of difference is a difference (the file must equal the stream).
         assert_eq!(
-            compare(b"a \n", &remote),
+            compare(b"a \n", &remote, 0),
             Standing::Diverged {
                 at: 0,
                 local: 1,
                 remote: 3
             }
         );
+    }
+
+    #[test]
+    fn i17_a_local_line_too_large_for_the_server_is_not_looked_for_on_the_stream() {
+        let big = "x".repeat(2_000);
+        let local = format!("a\n{big}\nb\n");
+        let remote = lines(&["a", "b", "c"]);
+        assert_eq!(
+            compare(local.as_bytes(), &remote, 1_024),
+            Standing::Behind { from: 2 }
+        );
+        assert!(ends_alike(format!("a\nb\n{big}\n").as_bytes(), "b", 1_024));
+        // A server that takes it: it should be there.
+        assert_eq!(
+            compare(local.as_bytes(), &remote, 1 << 20),
+            Standing::Diverged {
+                at: 1,
+                local: 3,
+                remote: 3
+            }
+        );
+    }
+
+    #[test]
+    fn i17_a_copy_ending_with_the_streams_last_line_is_level() {
+        assert!(ends_alike(b"a\nb\n", "b", 0));
+        assert!(ends_alike(b"a\nb", "b", 0));
+        assert!(!ends_alike(b"a\nb\nc\n", "b", 0));
+        assert!(!ends_alike(b"", "b", 0));
     }
 }
