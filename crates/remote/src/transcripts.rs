@@ -16,7 +16,7 @@
 //! up to it (stored, their acknowledgements lost) are not sent again — so no duplicate
 //! appears even after an outage longer than the server's duplicate window.
 //!
-//! While a turn runs, its lines are gathered for 20 ms and published together, so the
+//! While a turn runs, its lines are gathered for 50 ms and published together, so the
 //! publisher (and the server) wake once per batch rather than once per line; a backlog is
 //! paced meanwhile ([`crate::pipeline`]). Between turns lines go out at once.
 //!
@@ -45,7 +45,7 @@ pub fn subject(session: &str) -> String {
 
 /// How long a turn's lines are gathered before they go out together (see `run`): the
 /// live view of the session lags by at most this much.
-const LINGER: Duration = Duration::from_millis(20);
+const LINGER: Duration = Duration::from_millis(50);
 
 /// What the publisher's task and its handle share.
 struct Shared {
