@@ -318,25 +318,10 @@ impl SessionLink {
             }
         }
         let transcript = engine.transcript_path();
-        // The title of the lines written before this process (a resumed session).
-        let read = transcript.clone();
-        let history = tokio::task::spawn_blocking(move || {
-            let mut scan = TitleScan::default();
-            if let Ok(bytes) = std::fs::read(&read) {
-                scan.feed(&bytes);
-            }
-            scan
-        })
-        .await
-        .unwrap_or_default();
         let mut fields = Map::new();
         fields.insert("cwd".into(), Value::from(engine.init_message().cwd));
         fields.insert("model".into(), Value::from(engine.model()));
         fields.insert("status".into(), Value::from("active"));
-        let title = self.titles.start(history);
-        if let Some(title) = &title {
-            fields.insert("title".into(), Value::from(title.clone()));
-        }
         let initial = SessionMetadataPatch {
             permission_mode: store.store().get().tool_permission_context.mode.external(),
             is_ultraplan_mode: None,
@@ -349,7 +334,18 @@ impl SessionLink {
             self.runtime.handle(),
         ));
         store.effects().set_remote(Some(Arc::clone(&port) as _));
-        self.titles.attach(Arc::clone(&port), title);
+        self.titles.attach(Arc::clone(&port));
+        // The title of the lines written before this process (a resumed session) is read
+        // in the background: a long transcript must not hold up the session's start. The
+        // document gets its title once it is known.
+        let (read, titles) = (transcript.clone(), Arc::clone(&self.titles));
+        tokio::task::spawn_blocking(move || {
+            let mut scan = TitleScan::default();
+            if let Ok(bytes) = std::fs::read(&read) {
+                scan.feed(&bytes);
+            }
+            titles.start(scan);
+        });
         let model = follow_model(engine, Arc::clone(&port));
         let watch = port.watch_own_key(store.clone());
         let session_dir = SessionLayout::from_transcript_path(config_dir, &transcript).map_or_else(
@@ -490,6 +486,9 @@ struct TitleState {
     scan: TitleScan,
     /// The title the port was given last.
     told: Option<String>,
+    /// Whether the lines from before this process were read: until then no title is
+    /// told (the first prompt may be among them).
+    history_read: bool,
     /// Set at attach; until then the title only accumulates.
     port: Option<Arc<KvMetadataPort>>,
 }
@@ -499,18 +498,18 @@ impl Titles {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Puts the lines from before this process first; returns the title so far.
-    fn start(&self, history: TitleScan) -> Option<String> {
+    /// Puts the lines from before this process first, and tells the title.
+    fn start(&self, history: TitleScan) {
         let mut state = self.lock();
         state.scan = history.then(&state.scan);
-        state.scan.title()
+        state.history_read = true;
+        state.tell();
     }
 
-    /// From now on a new title goes to `port`, which starts with `told`.
-    fn attach(&self, port: Arc<KvMetadataPort>, told: Option<String>) {
+    /// From now on a new title goes to `port`.
+    fn attach(&self, port: Arc<KvMetadataPort>) {
         let mut state = self.lock();
         state.port = Some(port);
-        state.told = told;
         state.tell();
     }
 
@@ -524,7 +523,9 @@ impl Titles {
 
 impl TitleState {
     fn tell(&mut self) {
-        let Some(port) = &self.port else { return };
+        let Some(port) = &self.port.as_ref().filter(|_| self.history_read) else {
+            return;
+        };
         if let Some(title) = self.scan.title()
             && self.told.as_ref() != Some(&title)
         {
