@@ -239,6 +239,37 @@ async fn write_reply(
     ))
 }
 
+/// The answer to the request `stored` holds, when a mode change the session made while it
+/// could not reach the server is written over that document (`port`: such a change has
+/// no base revision, and the request is not applied). Its asker is told the mode the
+/// session is in, rather than left waiting for a reply that would never come. `None`
+/// when there is no request waiting.
+pub(crate) fn overridden_reply(
+    stored: &Map<String, Value>,
+    mode: ExternalPermissionMode,
+) -> Option<ModeReply> {
+    let request = ModeRequest::of(stored)?;
+    if ModeReply::of(stored).is_some_and(|reply| reply.id == request.id) {
+        return None;
+    }
+    let accepted = request
+        .mode
+        .parse::<ExternalPermissionMode>()
+        .is_ok_and(|wanted| wanted == mode);
+    Some(ModeReply {
+        id: request.id,
+        requested: request.mode,
+        mode: mode.as_str().to_owned(),
+        accepted,
+        reason: (!accepted).then(|| {
+            "the session changed its own mode while it could not reach the server, and \
+             that change was kept"
+                .to_owned()
+        }),
+        at: chrono::Utc::now().to_rfc3339(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,6 +314,34 @@ mod tests {
             assert!(!reply.accepted, "{name}");
             assert!(reply.reason.unwrap().contains("acceptEdits"), "{name}");
         }
+    }
+
+    #[test]
+    fn a_request_overridden_by_a_change_made_offline_gets_an_answer_once() {
+        let mut doc = Map::new();
+        assert_eq!(
+            overridden_reply(&doc, ExternalPermissionMode::Plan),
+            None,
+            "no request, no answer"
+        );
+        doc.insert(
+            MODE_REQUEST.into(),
+            serde_json::to_value(request("acceptEdits")).unwrap(),
+        );
+        let reply = overridden_reply(&doc, ExternalPermissionMode::Plan).unwrap();
+        assert_eq!((reply.id.as_str(), reply.mode.as_str()), ("r1", "plan"));
+        assert!(!reply.accepted);
+        assert!(reply.reason.unwrap().contains("could not reach the server"));
+        // The offline change happens to be the mode asked for: accepted.
+        assert!(
+            overridden_reply(&doc, ExternalPermissionMode::AcceptEdits)
+                .unwrap()
+                .accepted
+        );
+        // Answered already: nothing more.
+        let answered = reply_to(&request("acceptEdits"), PermissionMode::Plan, false);
+        doc.insert(MODE_REPLY.into(), serde_json::to_value(answered).unwrap());
+        assert_eq!(overridden_reply(&doc, ExternalPermissionMode::Plan), None);
     }
 
     #[test]

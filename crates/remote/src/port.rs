@@ -22,7 +22,8 @@
 //! stored, so a resumed session takes its mode from the metadata (FX-7). A change made
 //! before this process saw any revision (it started while the server was away) has no
 //! base: it is written over what is stored, and the watch does not apply a document
-//! older than that write (a mode chosen while away is not reverted on the return). The port
+//! older than that write (a mode chosen while away is not reverted on the return); a mode
+//! request found in the document then is answered with the mode kept. The port
 //! remembers the last document it wrote, so the watch does not take this process's own
 //! writes for changes made elsewhere (each document also names its writer,
 //! `written_by`, and its time, `updated_at`, for people reading the bucket).
@@ -39,6 +40,7 @@ use strata_state::{AppStore, EffectError, SessionExternalMetadata, SessionMetada
 use tokio::sync::watch;
 
 use crate::connection::{RemoteConnection, RemoteError};
+use crate::mode_request::{MODE_REPLY, overridden_reply};
 use crate::watch::OwnKeyWatch;
 
 /// The key holding the time of the last write; ignored when deciding whether a write
@@ -327,6 +329,16 @@ pub(crate) async fn write_desired(
                 .is_some_and(|(stored, base)| stored > base);
         let patch = (!theirs_is_newer).then_some(&desired.patch);
         let mut next = merged_document(&stored, &desired.fields, patch);
+        // A change made while the server was away is written over a request that came
+        // meanwhile: its asker gets an answer instead of waiting for one.
+        if shared.is_some()
+            && patch.is_some()
+            && desired.base_revision.is_none()
+            && let Some(reply) = overridden_reply(&stored, desired.patch.permission_mode)
+            && let Ok(reply) = serde_json::to_value(reply)
+        {
+            next.insert(MODE_REPLY.into(), reply);
+        }
         // Echo suppression (issue 17 item 2): nothing new, nothing written.
         if !stored.is_empty() && without_stamps(&next) == without_stamps(&stored) {
             return Ok(false);
