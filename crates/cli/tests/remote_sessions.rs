@@ -273,6 +273,48 @@ async fn i17_1_a_session_picked_with_resume_in_the_ui_is_first_brought_level_wit
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_forked_session_reaches_the_stream_whole_though_it_shares_its_parents_uuids() {
+    let nats = NatsServer::start();
+    let url = nats.url();
+    let connection = connect(&url).await;
+    let server = MockServer::start().await.unwrap();
+    let env = Env::new();
+    let parent = first_turn(&env, &server, &url).await;
+    // The fork copies the parent's lines under the same uuids, at once (well inside the
+    // server's de-duplication window).
+    server.push(MockResponse::text("forked"));
+    let fork = session_of(
+        &env.run(
+            Some(&server),
+            &[
+                "-p",
+                "and in the fork?",
+                "--output-format",
+                "json",
+                "-r",
+                &parent,
+                "--fork-session",
+                "--remote",
+                &url,
+            ],
+        )
+        .await,
+    );
+    assert_ne!(fork, parent);
+    let path = env
+        .transcripts()
+        .into_iter()
+        .map(|(path, _)| path)
+        .find(|path| path.to_string_lossy().contains(&fork))
+        .expect("the fork's transcript");
+    assert_eq!(
+        String::from_utf8(as_file(&fetch_lines(&connection, &fork).await.unwrap())).unwrap(),
+        std::fs::read_to_string(&path).unwrap(),
+        "the fork's stream holds every line of its transcript, the copied ones too"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i17_1_a_copy_that_differs_from_the_remote_is_left_untouched_and_said() {
     let nats = NatsServer::start();
     let url = nats.url();

@@ -15,7 +15,7 @@
 //!   a state, not a log) and returns; the task writes when the server is there, again
 //!   after a reconnect;
 //! - [`TranscriptPublisher`]: every transcript line published, in order and off the turn's
-//!   path, to subject `strata.session.<id>` with the entry uuid as de-duplication id,
+//!   path, to subject `strata.session.<id>` with the entry uuid as de-duplication id (within the session),
 //!   through the [`Outbox`] (bounded in memory, spilled to `<session dir>/remote-outbox.jsonl`
 //!   past the bound) so a server that is away costs nothing but the queue; a resumed
 //!   session first catches the stream up with its local transcript (`catch_up`), which

@@ -54,7 +54,8 @@ impl Default for OutboxLimits {
 pub struct Entry {
     /// `strata.session.<id>`.
     pub subject: String,
-    /// The `Nats-Msg-Id` (the entry's uuid, or one made for a line without).
+    /// The line's id, the entry's uuid (or one made for a line without); its
+    /// `Nats-Msg-Id` is `<session>:<id>`.
     pub id: String,
     /// The transcript line, without its newline.
     pub line: String,

@@ -31,7 +31,7 @@
 //! keeps the machine; between turns it goes at full speed.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_nats::jetstream::context::{Publish, PublishErrorKind};
@@ -68,6 +68,38 @@ fn cost(entry: &Entry) -> f64 {
     1.0 + entry.line.len() as f64 / 1024.0
 }
 
+/// How often a paced wait looks whether the turn ended.
+const PACE_CHECK: Duration = Duration::from_millis(10);
+
+/// The most bytes of lines in flight at once (a window holds at least one line).
+const MAX_WINDOW_BYTES: usize = 1 << 20;
+
+/// How many lines of `entries` the next window of at most `lines` lines takes: bounded
+/// by [`MAX_WINDOW_BYTES`] too, and never empty.
+fn window_len(entries: &[Entry], lines: usize) -> usize {
+    let mut bytes = 0;
+    let mut len = 0;
+    for entry in entries.iter().take(lines) {
+        bytes += entry.line.len();
+        if len > 0 && bytes > MAX_WINDOW_BYTES {
+            break;
+        }
+        len += 1;
+    }
+    len
+}
+
+/// A line's `Nats-Msg-Id`: its id (the entry's uuid) within its session. The stream
+/// de-duplicates across all its subjects, and a forked session holds its parent's lines
+/// under the same uuids: a bare uuid would drop the fork's copies as duplicates.
+fn message_id(entry: &Entry) -> String {
+    let session = entry
+        .subject
+        .strip_prefix("strata.session.")
+        .unwrap_or(&entry.subject);
+    format!("{session}:{}", entry.id)
+}
+
 /// The pause after a failed publish while the connection still looks up.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
 
@@ -80,8 +112,8 @@ pub(crate) struct Pipeline {
     window: usize,
     /// A publish failed: what the stream holds of the last window is not known.
     uncertain: bool,
-    /// Whether a turn of the session runs (set by the engine through the mirror).
-    turn_running: Arc<AtomicBool>,
+    /// How many turns of the session run (told by the engine through the mirror).
+    turn_running: Arc<AtomicUsize>,
     /// What may be sent before the pace applies, in [`cost`] units.
     budget: f64,
     /// When `budget` was last brought up to date.
@@ -103,8 +135,10 @@ enum Outcome {
 /// What came of one line of a window.
 #[derive(Debug, PartialEq, Eq)]
 enum Sent {
-    /// Stored (or already stored: a duplicate).
+    /// Stored now, right after its predecessor.
     Stored,
+    /// Stored before (its id was seen): says nothing of the lines before it.
+    Duplicate,
     /// Larger than the server takes: left out, on purpose.
     Skipped,
     /// Refused because its predecessor was not the stream's last message.
@@ -119,7 +153,7 @@ impl Pipeline {
     pub(crate) fn new(
         connection: &RemoteConnection,
         bound: Bound,
-        turn_running: Arc<AtomicBool>,
+        turn_running: Arc<AtomicUsize>,
     ) -> Self {
         Self {
             client: connection.client().clone(),
@@ -183,7 +217,7 @@ impl Pipeline {
                     }
                 }
             }
-            let window = &entries[..entries.len().min(self.window)];
+            let window = &entries[..window_len(entries, self.window)];
             self.pace(window).await;
             match self.send(window).await {
                 Outcome::All => {
@@ -198,6 +232,9 @@ impl Pipeline {
                 // it to, it is treated as a failure rather than sent again at once.
                 Outcome::Refused(stored) | Outcome::Failed(stored) => {
                     self.uncertain = true;
+                    // A window too large for the link (lines of a megabyte on a slow
+                    // uplink) times out whole: send less next time.
+                    self.window = (self.window / 2).max(1);
                     if stored > 0 {
                         return stored;
                     }
@@ -216,12 +253,24 @@ impl Pipeline {
         // The budget refills with time whether a turn runs or not, and is spent only
         // while one runs: turns back to back do not each start with a full burst.
         self.budget = (self.budget + refill).min(TURN_BURST);
-        if !self.turn_running.load(Ordering::Relaxed) {
+        if self.turn_running.load(Ordering::Relaxed) == 0 {
             return;
         }
-        let cost: f64 = window.iter().map(cost).sum();
+        let limit = self.client.server_info().max_payload;
+        let cost: f64 = window
+            .iter()
+            .filter(|entry| publishable(entry.line.len(), limit))
+            .map(cost)
+            .sum();
         if self.budget < cost {
-            tokio::time::sleep(Duration::from_secs_f64((cost - self.budget) / TURN_PACE)).await;
+            let until = now + Duration::from_secs_f64((cost - self.budget) / TURN_PACE);
+            // Checked again every few milliseconds: a turn that ends lifts the pace (the
+            // end of a session waits for what is left to go out).
+            while tokio::time::Instant::now() < until
+                && self.turn_running.load(Ordering::Relaxed) > 0
+            {
+                tokio::time::sleep_until(until.min(tokio::time::Instant::now() + PACE_CHECK)).await;
+            }
             self.budget = cost;
             self.paced_at = tokio::time::Instant::now();
         }
@@ -232,7 +281,7 @@ impl Pipeline {
     async fn send(&self, window: &[Entry]) -> Outcome {
         let limit = self.client.server_info().max_payload;
         let mut acks = Vec::with_capacity(window.len());
-        let mut previous: Option<&str> = None;
+        let mut previous: Option<String> = None;
         for entry in window {
             // A line the server can never take would stop the session's replication
             // for good: it is left out, loudly (the local transcript has it).
@@ -246,10 +295,11 @@ impl Pipeline {
                 acks.push(None);
                 continue;
             }
+            let id = message_id(entry);
             let mut publish = Publish::build()
                 .payload(entry.line.clone().into_bytes().into())
-                .message_id(&entry.id);
-            if let Some(previous) = previous {
+                .message_id(&id);
+            if let Some(previous) = &previous {
                 publish = publish.expected_last_message_id(previous);
             }
             match self
@@ -265,7 +315,7 @@ impl Pipeline {
                     break;
                 }
             }
-            previous = Some(&entry.id);
+            previous = Some(id);
         }
         // Awaited together: each acknowledgement's timeout runs at once, so a window lost
         // with a dropped connection costs one timeout, not one per line.
@@ -274,6 +324,11 @@ impl Pipeline {
                 return Sent::Skipped;
             };
             match ack.await {
+                // Stored before: it vouches for itself only. A duplicate without a
+                // sequence is a copy still being committed (or lost in an election) on
+                // a clustered stream: not stored yet.
+                Ok(ack) if ack.duplicate && ack.sequence == 0 => Sent::Failed,
+                Ok(ack) if ack.duplicate => Sent::Duplicate,
                 Ok(_) => Sent::Stored,
                 Err(error) if error.kind() == PublishErrorKind::WrongLastMessageId => {
                     Sent::Refused
@@ -305,7 +360,7 @@ fn outcome(sent: &[Sent]) -> Outcome {
         .iter()
         .rposition(|s| *s == Sent::Stored)
         .map_or(0, |last| last + 1);
-    while sent.get(stored) == Some(&Sent::Skipped) {
+    while matches!(sent.get(stored), Some(Sent::Skipped | Sent::Duplicate)) {
         stored += 1;
     }
     if stored == sent.len() {
@@ -337,7 +392,7 @@ async fn stored_prefix(bound: &Bound, window: &[Entry]) -> Result<usize, RemoteE
         };
         if let Some(at) = window
             .iter()
-            .rposition(|e| e.subject == subject && e.id == id.as_str())
+            .rposition(|e| e.subject == subject && message_id(e) == id.as_str())
         {
             stored = stored.max(at + 1);
         }
@@ -357,6 +412,41 @@ mod tests {
         assert_eq!(outcome(&[Stored, Refused, Refused]), Outcome::Refused(1));
         assert_eq!(outcome(&[Stored, Refused, Failed]), Outcome::Failed(1));
         assert_eq!(outcome(&[Failed, Failed]), Outcome::Failed(0));
+    }
+
+    #[test]
+    fn a_duplicate_vouches_for_itself_only() {
+        use Sent::*;
+        assert_eq!(outcome(&[Failed, Duplicate, Failed]), Outcome::Failed(0));
+        assert_eq!(outcome(&[Stored, Duplicate, Refused]), Outcome::Refused(2));
+        assert_eq!(outcome(&[Duplicate, Duplicate]), Outcome::All);
+        assert_eq!(outcome(&[Failed, Duplicate, Stored]), Outcome::All);
+    }
+
+    #[test]
+    fn a_window_is_bounded_in_bytes_but_never_empty() {
+        let entry = |bytes: usize| Entry {
+            subject: "strata.session.s".into(),
+            id: "i".into(),
+            line: "x".repeat(bytes),
+        };
+        let small: Vec<Entry> = (0..100).map(|_| entry(100)).collect();
+        assert_eq!(window_len(&small, 64), 64);
+        let large: Vec<Entry> = (0..10).map(|_| entry(400_000)).collect();
+        assert_eq!(window_len(&large, 64), 2);
+        assert_eq!(window_len(&[entry(5 << 20)], 64), 1);
+        assert_eq!(window_len(&[], 64), 0);
+    }
+
+    #[test]
+    fn message_ids_are_per_session_so_a_forks_copies_are_not_duplicates() {
+        let line = |session: &str| Entry {
+            subject: format!("strata.session.{session}"),
+            id: "0b7c-uuid".into(),
+            line: String::new(),
+        };
+        assert_eq!(message_id(&line("parent")), "parent:0b7c-uuid");
+        assert_ne!(message_id(&line("parent")), message_id(&line("fork")));
     }
 
     #[test]

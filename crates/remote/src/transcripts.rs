@@ -2,8 +2,9 @@
 //!
 //! Every transcript line a session writes is also published, as the exact bytes of the
 //! line, to subject `strata.session.<id>` (issue 17 item 1), with the entry's uuid as the
-//! de-duplication id (`Nats-Msg-Id`), so a publish retried after a lost acknowledgement
-//! is stored once. Local files stay the source of truth on the machine; the stream is the
+//! de-duplication id (`Nats-Msg-Id`: `<session>:<uuid>`, since the stream de-duplicates
+//! across sessions and a fork keeps its parent's uuids), so a publish retried after a
+//! lost acknowledgement is stored once. Local files stay the source of truth on the machine; the stream is the
 //! replica another machine rebuilds the session from ([`fetch_lines`], item 3).
 //!
 //! Publishing is off the turn's path: [`TranscriptPublisher::publish`] only queues the
@@ -25,7 +26,7 @@
 //! process left behind among them, are published before anything new.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -57,8 +58,8 @@ struct Shared {
     catching_up: watch::Sender<bool>,
     /// The first line this publisher was given and how many (see `attach`).
     seen: Mutex<(u64, Option<String>)>,
-    /// Whether a turn of the session runs: the backlog is paced then.
-    turn_running: Arc<AtomicBool>,
+    /// How many turns of the session run: the backlog is paced meanwhile.
+    turn_running: Arc<AtomicUsize>,
 }
 
 /// Publishes transcript lines in order from a background task (see the module docs).
@@ -95,7 +96,7 @@ impl TranscriptPublisher {
             catch_up: Mutex::new(None),
             catching_up: watch::Sender::new(false),
             seen: Mutex::new((0, None)),
-            turn_running: Arc::new(AtomicBool::new(false)),
+            turn_running: Arc::new(AtomicUsize::new(0)),
         });
         let task = runtime.spawn(run(connection, Arc::clone(&outbox), Arc::clone(&shared)));
         Self {
@@ -180,7 +181,13 @@ impl TranscriptPublisher {
     /// backlog is published at a pace that leaves the machine to the turn (the lines of
     /// the turn itself never wait).
     pub fn turn(&self, running: bool) {
-        self.shared.turn_running.store(running, Ordering::Relaxed);
+        let turns = &self.shared.turn_running;
+        if running {
+            turns.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // More ends than starts (a mirror told twice) must not wrap around.
+            let _ = turns.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        }
     }
 
     /// What is waiting.
@@ -226,7 +233,7 @@ async fn run(connection: RemoteConnection, outbox: Arc<Outbox>, shared: Arc<Shar
         }
         if std::mem::take(&mut woken)
             && window.len() < pipeline.window()
-            && shared.turn_running.load(Ordering::Relaxed)
+            && shared.turn_running.load(Ordering::Relaxed) > 0
         {
             // While a turn runs its lines are gathered for a moment and go out
             // together: one wakeup of this thread (and of the server) per `LINGER`,

@@ -17,9 +17,10 @@
 //! it out, loudly): it is not looked for on the stream, so it makes no difference.
 //!
 //! Before anything is fetched, the local copy's last line is compared with the stream's
-//! last line of the session ([`ends_alike`]): equal, the copy is level (every line holds
-//! its own uuid and time, so two histories do not end alike), and the session's lines are
-//! not read from the server at all — the usual case of a session resumed where it ran. Nothing local is ever rewritten or
+//! last line of the session ([`ends_alike`]): equal, and an entry with a uuid of its own
+//! (two histories do not end with the same one), the copy is level, and the session's
+//! lines are not read from the server at all — the usual case of a session resumed where
+//! it ran. A copy ending with a metadata line is compared whole. Nothing local is ever rewritten or
 //!   dropped: the file is left as it is and the user is told which session, from which
 //!   line, and what they can do; the session's new lines are then kept local (the
 //!   binary does not publish them), so the stream never holds two histories of it.
@@ -84,13 +85,22 @@ pub(crate) fn compare(local: &[u8], remote: &[String], max_payload: usize) -> St
 }
 
 /// Whether the local transcript's last published line is `last`, the stream's last line
-/// of the session: then the copy is level and nothing needs fetching.
+/// of the session, and an entry with a uuid of its own: then the copy is level and
+/// nothing needs fetching. A metadata line (a mode change, a title) holds no uuid, and
+/// two histories may well end with the same one: that is no proof.
 pub(crate) fn ends_alike(local: &[u8], last: &str, max_payload: usize) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Uuid {
+        uuid: Option<String>,
+    }
     split_lines(local)
         .iter()
         .rev()
         .find(|line| strata_remote::publishable(line.len(), max_payload))
-        .is_some_and(|line| *line == last.as_bytes())
+        .is_some_and(|line| {
+            *line == last.as_bytes()
+                && serde_json::from_slice::<Uuid>(line).is_ok_and(|entry| entry.uuid.is_some())
+        })
 }
 
 /// What bringing the local copy level did.
@@ -231,7 +241,8 @@ mod tests {
             compare(local.as_bytes(), &remote, 1_024),
             Standing::Behind { from: 2 }
         );
-        assert!(ends_alike(format!("a\nb\n{big}\n").as_bytes(), "b", 1_024));
+        let b = r#"{"uuid":"u"}"#;
+        assert!(ends_alike(format!("a\n{b}\n{big}\n").as_bytes(), b, 1_024));
         // A server that takes it: it should be there.
         assert_eq!(
             compare(local.as_bytes(), &remote, 1 << 20),
@@ -245,9 +256,16 @@ mod tests {
 
     #[test]
     fn i17_a_copy_ending_with_the_streams_last_line_is_level() {
-        assert!(ends_alike(b"a\nb\n", "b", 0));
-        assert!(ends_alike(b"a\nb", "b", 0));
-        assert!(!ends_alike(b"a\nb\nc\n", "b", 0));
-        assert!(!ends_alike(b"", "b", 0));
+        let b = r#"{"type":"user","uuid":"u2"}"#;
+        assert!(ends_alike(format!("a\n{b}\n").as_bytes(), b, 0));
+        assert!(ends_alike(format!("a\n{b}").as_bytes(), b, 0));
+        assert!(!ends_alike(format!("a\n{b}\nc\n").as_bytes(), b, 0));
+        assert!(!ends_alike(b"", b, 0));
+    }
+
+    #[test]
+    fn regression_two_histories_ending_with_the_same_mode_line_are_not_taken_as_level() {
+        let mode = r#"{"type":"permission-mode","permissionMode":"acceptEdits","sessionId":"s"}"#;
+        assert!(!ends_alike(format!("a\n{mode}\n").as_bytes(), mode, 0));
     }
 }
