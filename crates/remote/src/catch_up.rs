@@ -9,10 +9,11 @@
 //! session are published, before anything new.
 //!
 //! Because the publisher's pipeline stores each line only right after its predecessor,
-//! the stream holds a prefix of the session's lines: finding the stream's last line in the transcript (the last equal
-//! line before the boundary) says exactly where to start. None found means the stream
-//! holds lines this machine has not (another host went on with the session): nothing old
-//! is published then, and that is said.
+//! the stream holds a prefix of the session's lines: its count of them says which local
+//! line its last one is (that line must equal it; lines too large for the server are
+//! not counted), and so exactly where to start. Not found means the stream holds lines
+//! this machine has not (another host went on with the session): nothing old is
+//! published then, and that is said.
 //!
 //! The spill file a crashed process left is *replayed* by this: its lines are among the
 //! transcript's (a spill only ever holds lines already written), and their ids are
@@ -28,11 +29,13 @@ use std::io::{BufRead as _, BufReader, Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use async_nats::jetstream::{message::StreamMessage, stream};
+use futures::StreamExt as _;
+
 use crate::connection::{Bound, RemoteError};
 use crate::outbox::{Entry, read_spill_file};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, publishable};
 use crate::transcripts::subject;
-use async_nats::jetstream::{message::StreamMessage, stream};
 
 /// The name a crashed process's spill file is given while it is replayed.
 pub const REPLAY_FILE: &str = "remote-outbox.replay.jsonl";
@@ -90,7 +93,7 @@ impl CatchUp {
     /// Publishes what the stream lacks, then removes the replayed spill file.
     pub(crate) async fn run(self, pipeline: &mut Pipeline) {
         let plan = loop {
-            match self.plan(pipeline.bound()).await {
+            match self.plan(pipeline.bound(), pipeline.max_payload()).await {
                 Ok(plan) => break plan,
                 Err(error) => {
                     tracing::debug!(%error, session = self.session, "catching up the remote; trying again");
@@ -145,15 +148,19 @@ impl CatchUp {
 
     /// The byte range of the transcript to publish and the replayed ids, or `None` when
     /// the stream's last line is not in the transcript.
-    async fn plan(&self, bound: &Bound) -> Result<Option<Plan>, RemoteError> {
-        let last = last_stored(&bound.stream, &self.subject)
-            .await?
-            .map(|m| m.payload.to_vec());
+    async fn plan(&self, bound: &Bound, max_payload: usize) -> Result<Option<Plan>, RemoteError> {
+        let last = match last_stored(&bound.stream, &self.subject).await? {
+            Some(message) => Some(Stored {
+                line: message.payload.to_vec(),
+                count: stored_count(&bound.stream, &self.subject).await?,
+            }),
+            None => None,
+        };
         let path = self.transcript.clone();
         let boundary = self.boundary.clone();
         let replay = self.replay.clone();
         tokio::task::spawn_blocking(move || {
-            let range = scan(&path, &boundary, last.as_deref())
+            let range = scan(&path, &boundary, last.as_ref(), max_payload)
                 .map_err(|error| RemoteError::js("reading the local transcript", error))?;
             let ids = match &replay {
                 Some(replay) => replay_ids(replay),
@@ -168,6 +175,29 @@ impl CatchUp {
 
 /// The byte range to publish and the ids of the replayed spill file.
 type Plan = (u64, u64, HashMap<u64, String>);
+
+/// What the stream holds of the session: its last line, and how many lines.
+#[derive(Debug)]
+struct Stored {
+    line: Vec<u8>,
+    count: u64,
+}
+
+/// How many messages the stream holds on `subject`.
+async fn stored_count(stream: &stream::Stream, subject: &str) -> Result<u64, RemoteError> {
+    let mut subjects = stream
+        .info_with_subjects(subject)
+        .await
+        .map_err(|error| RemoteError::js("counting the stream's lines", error))?;
+    while let Some(entry) = subjects.next().await {
+        let (name, count) =
+            entry.map_err(|error| RemoteError::js("counting the stream's lines", error))?;
+        if name == subject {
+            return Ok(count as u64);
+        }
+    }
+    Ok(0)
+}
 
 /// The subject's last stored message, `None` when it has none.
 pub(crate) async fn last_stored(
@@ -235,17 +265,25 @@ fn line_id(session: &str, offset: u64, line: &str, replayed: &HashMap<u64, Strin
         .unwrap_or_else(|| format!("{session}@{offset}"))
 }
 
-/// Finds the range to publish: from just after the last line equal to `last` (or the
-/// start when the stream has nothing) to the boundary. `None`: `last` is not there.
+/// Finds the range to publish: from just after the line the stream's last one is (or the
+/// start when the stream has nothing) to the boundary. `None`: it is not there.
+///
+/// The stream holds a prefix of the session's lines (those too large for the server,
+/// `max_payload`, left out), so its count says which local line its last one is; that
+/// line must equal it. Failing that (the server's limit changed, say), the last line
+/// equal to it is taken. Counting first matters when the same metadata line comes
+/// twice: a mode switched away and back after the stream's last line.
 fn scan(
     path: &Path,
     boundary: &Boundary,
-    last: Option<&[u8]>,
+    stored: Option<&Stored>,
+    max_payload: usize,
 ) -> std::io::Result<Option<(u64, u64)>> {
+    let last = stored.map(|s| s.line.as_slice());
     let file = match File::open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(last.is_none().then_some((0, 0)));
+            return Ok(stored.is_none().then_some((0, 0)));
         }
         Err(error) => return Err(error),
     };
@@ -257,6 +295,8 @@ fn scan(
     let mut offset = 0u64;
     let mut end = 0u64;
     let mut after_last = None;
+    let mut at_count = None;
+    let mut published = 0u64;
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -272,13 +312,19 @@ fn scan(
         }
         offset += read as u64;
         end = offset;
+        if publishable(text.len(), max_payload) {
+            published += 1;
+            if stored.is_some_and(|s| s.count == published && s.line == text) {
+                at_count = Some(offset);
+            }
+        }
         if last == Some(text) {
             after_last = Some(offset);
         }
     }
     Ok(match last {
         None => Some((0, end)),
-        Some(_) => after_last.map(|start| (start, end)),
+        Some(_) => at_count.or(after_last).map(|start| (start, end)),
     })
 }
 
@@ -325,35 +371,66 @@ mod tests {
             .collect()
     }
 
+    fn stored(line: &str, count: u64) -> Stored {
+        Stored {
+            line: line.as_bytes().to_vec(),
+            count,
+        }
+    }
+
     #[test]
     fn the_lines_after_the_streams_last_are_published_up_to_the_boundary() {
         let (_d, path) = transcript(&["a", "b", "c", "d"]);
         let all = std::fs::metadata(&path).unwrap().len();
-        let range = scan(&path, &Boundary::Bytes(all), Some(b"b"))
-            .unwrap()
-            .unwrap();
+        let scan = |boundary: &Boundary, stored: Option<&Stored>| {
+            scan(&path, boundary, stored, 0).unwrap()
+        };
+        let range = scan(&Boundary::Bytes(all), Some(&stored("b", 2))).unwrap();
         assert_eq!(lines_in(&path, range), ["c", "d"]);
         // Nothing on the stream: everything.
-        let range = scan(&path, &Boundary::Bytes(all), None).unwrap().unwrap();
+        let range = scan(&Boundary::Bytes(all), None).unwrap();
         assert_eq!(lines_in(&path, range), ["a", "b", "c", "d"]);
         // The stream has it all.
-        let range = scan(&path, &Boundary::Bytes(all), Some(b"d"))
-            .unwrap()
-            .unwrap();
+        let range = scan(&Boundary::Bytes(all), Some(&stored("d", 4))).unwrap();
         assert!(lines_in(&path, range).is_empty());
         // This process's own lines (from "c") are not the catch-up's.
-        let range = scan(&path, &Boundary::BeforeLine("c".into()), Some(b"a"))
-            .unwrap()
-            .unwrap();
+        let range = scan(&Boundary::BeforeLine("c".into()), Some(&stored("a", 1))).unwrap();
         assert_eq!(lines_in(&path, range), ["b"]);
         // The stream's last line is not here: another host went on.
-        assert_eq!(
-            scan(&path, &Boundary::Bytes(all), Some(b"zz")).unwrap(),
-            None
-        );
+        assert_eq!(scan(&Boundary::Bytes(all), Some(&stored("zz", 9))), None);
         // A byte boundary in the middle of a line stops before it.
-        let range = scan(&path, &Boundary::Bytes(5), None).unwrap().unwrap();
+        let range = scan(&Boundary::Bytes(5), None).unwrap();
         assert_eq!(lines_in(&path, range), ["a", "b"]);
+    }
+
+    #[test]
+    fn regression_a_metadata_line_repeated_after_the_streams_last_does_not_hide_the_lines_between()
+    {
+        // The stream ends with a mode line; locally the mode was switched away and back.
+        let (_d, path) = transcript(&["a", "mode:default", "b", "mode:plan", "mode:default"]);
+        let all = std::fs::metadata(&path).unwrap().len();
+        let range = scan(
+            &path,
+            &Boundary::Bytes(all),
+            Some(&stored("mode:default", 2)),
+            0,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(lines_in(&path, range), ["b", "mode:plan", "mode:default"]);
+        // A line too large for the server is not counted among the stream's.
+        let big = "x".repeat(2_000);
+        let (_d, path) = transcript(&["a", &big, "mode:default", "b", "mode:default"]);
+        let all = std::fs::metadata(&path).unwrap().len();
+        let range = scan(
+            &path,
+            &Boundary::Bytes(all),
+            Some(&stored("mode:default", 2)),
+            1_024,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(lines_in(&path, range), ["b", "mode:default"]);
     }
 
     #[test]

@@ -172,6 +172,11 @@ impl Pipeline {
         &self.bound
     }
 
+    /// The server's payload limit (0: not known yet).
+    pub(crate) fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+
     /// How many lines the next window holds at most.
     pub(crate) fn window(&self) -> usize {
         self.window
