@@ -52,12 +52,12 @@ const START_WINDOW: usize = 8;
 const HEADER_ROOM: usize = 512;
 
 /// How fast a backlog goes out while a turn of the session runs, in [`cost`] units a
-/// second: about 8,000 lines of 1 KB (8 MB) a second, far more than a session writes,
+/// second: about 4,000 lines of 1 KB (4 MB) a second, far more than a session writes,
 /// and little enough of the machine that the turn does not notice (`strata-bench
 /// remote`: publishing at full speed, about 50,000 such lines a second, took a whole
-/// processor and added 10–30% to a turn that only computes). Between turns there is no
-/// pace.
-const TURN_PACE: f64 = 16_000.0;
+/// processor and added 10–30% to a turn that only computes; at twice this pace a 0.5 ms
+/// turn still lost 3–7%). Between turns there is no pace.
+const TURN_PACE: f64 = 8_000.0;
 
 /// What goes out at once before the pace applies, in [`cost`] units: a turn's own lines
 /// never wait.
