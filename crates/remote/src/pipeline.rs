@@ -56,7 +56,7 @@ const HEADER_ROOM: usize = 512;
 /// and little enough of the machine that the turn does not notice (`strata-bench
 /// remote`: publishing at full speed, about 50,000 such lines a second, took a whole
 /// processor and added 10–30% to a turn that only computes; at twice this pace a 0.5 ms
-/// turn still lost 3–7%). Between turns there is no pace.
+/// turn still lost 2–7%). Between turns there is no pace.
 const TURN_PACE: f64 = 8_000.0;
 
 /// What goes out at once before the pace applies, in [`cost`] units: a turn's own lines
