@@ -147,10 +147,9 @@ pub(crate) fn run(args: AgentArgs) -> anyhow::Result<()> {
         };
         if let (Some(link), Some(ResumeTarget::Session(id))) = (&link, &resume)
             && uuid::Uuid::parse_str(id).is_ok()
+            && let Some(message) = link.rebuild(&config_dir, &cwd, id).await?
         {
-            if let Some(message) = link.rebuild(&config_dir, &cwd, id).await? {
-                crate::headless::warn(format_args!("{message}"));
-            }
+            crate::headless::warn(format_args!("{message}"));
         }
         let mut target = resume;
         let mut first = true;

@@ -185,22 +185,62 @@ async fn turn(
     .await
 }
 
+/// A session begun on host `a` ("remember 42") and gone on on host B ("make it 43",
+/// answered "now it is 43"), both with the remote on.
+struct MovedToB {
+    _nats: NatsServer,
+    url: String,
+    connection: RemoteConnection,
+    server: MockServer,
+    a: Env,
+    id: String,
+}
+
+impl MovedToB {
+    async fn start() -> Self {
+        let nats = NatsServer::start();
+        let url = nats.url();
+        let connection = connect(&url).await;
+        let server = MockServer::start().await.unwrap();
+        let (a, b) = (Env::new(), Env::new());
+        let id = first_turn(&a, &server, &url).await;
+        server.push(MockResponse::text("now it is 43"));
+        let run = turn(&b, &server, &url, &id, "make it 43").await;
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        Self {
+            _nats: nats,
+            url,
+            connection,
+            server,
+            a,
+            id,
+        }
+    }
+
+    /// Asserts that host A's transcript is byte for byte what the stream holds, and
+    /// returns the stream's lines.
+    async fn assert_a_holds_the_stream(&self) -> Vec<String> {
+        let (path, _) = transcript_lines(&self.a);
+        let replicated = fetch_lines(&self.connection, &self.id).await.unwrap();
+        assert_eq!(
+            String::from_utf8(std::fs::read(&path).unwrap()).unwrap(),
+            String::from_utf8(as_file(&replicated)).unwrap(),
+            "A's file is byte for byte what the stream holds: one history, no fork"
+        );
+        replicated
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i17_1_a_session_moves_back_a_to_b_to_a_and_a_sees_b_s_turn() {
-    let nats = NatsServer::start();
-    let url = nats.url();
-    let connection = connect(&url).await;
-    let server = MockServer::start().await.unwrap();
-    let (a, b) = (Env::new(), Env::new());
-
-    let id = first_turn(&a, &server, &url).await;
-    server.push(MockResponse::text("now it is 43"));
-    let run = turn(&b, &server, &url, &id, "make it 43").await;
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let moved = MovedToB::start().await;
+    let MovedToB {
+        url, server, a, id, ..
+    } = &moved;
 
     // Back on host A, whose copy lacks B's turn.
     server.push(MockResponse::text("43"));
-    let run = turn(&a, &server, &url, &id, "what is it now?").await;
+    let run = turn(a, server, url, id, "what is it now?").await;
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(!run.stderr.contains("differ"), "{}", run.stderr);
     let asked = server.requests().last().unwrap().body_text();
@@ -209,13 +249,7 @@ async fn i17_1_a_session_moves_back_a_to_b_to_a_and_a_sees_b_s_turn() {
         "the resumed session on A sees B's turn: {asked}"
     );
     assert!(asked.contains("remember 42"), "and A's own first turn");
-    let (path, _) = transcript_lines(&a);
-    let replicated = fetch_lines(&connection, &id).await.unwrap();
-    assert_eq!(
-        String::from_utf8(std::fs::read(&path).unwrap()).unwrap(),
-        String::from_utf8(as_file(&replicated)).unwrap(),
-        "A's file is byte for byte what the stream holds: one history, no fork"
-    );
+    let replicated = moved.assert_a_holds_the_stream().await;
     assert_eq!(
         replicated
             .iter()
@@ -228,21 +262,14 @@ async fn i17_1_a_session_moves_back_a_to_b_to_a_and_a_sees_b_s_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn i17_1_a_session_picked_with_resume_in_the_ui_is_first_brought_level_with_the_remote() {
-    let nats = NatsServer::start();
-    let url = nats.url();
-    let connection = connect(&url).await;
-    let server = MockServer::start().await.unwrap();
-    let (a, b) = (Env::new(), Env::new());
-    let id = first_turn(&a, &server, &url).await;
-    server.push(MockResponse::text("now it is 43"));
-    let run = turn(&b, &server, &url, &id, "make it 43").await;
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let moved = MovedToB::start().await;
+    let MovedToB { url, server, a, .. } = &moved;
 
     // Host A opens the UI on a new session and picks the old one with `/resume`: its copy
     // lacks B's turn until it is brought level with the stream.
     server.push(MockResponse::text("43 it is"));
     let done = tokio::task::block_in_place(|| {
-        let Some(pane) = Pane::start(&a, Some(&server), &["--remote", &url], 100, 30) else {
+        let Some(pane) = Pane::start(a, Some(server), &["--remote", url], 100, 30) else {
             return false;
         };
         pane.wait_for("remote connected");
@@ -264,12 +291,7 @@ async fn i17_1_a_session_picked_with_resume_in_the_ui_is_first_brought_level_wit
     }
     let asked = server.requests().last().unwrap().body_text();
     assert!(asked.contains("make it 43"), "A's turn sees B's: {asked}");
-    let (path, _) = transcript_lines(&a);
-    assert_eq!(
-        String::from_utf8(std::fs::read(&path).unwrap()).unwrap(),
-        String::from_utf8(as_file(&fetch_lines(&connection, &id).await.unwrap())).unwrap(),
-        "A's file is what the stream holds: one history, no fork"
-    );
+    moved.assert_a_holds_the_stream().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

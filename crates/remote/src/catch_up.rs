@@ -236,12 +236,23 @@ fn hash_line(line: &str) -> u64 {
     hasher.finish()
 }
 
+/// The ids of the replayed spill file's lines, by the line's text. A text that comes
+/// more than once (the same metadata line twice) is left out: which id is whose is not
+/// known, and one id for both would drop the second as a duplicate. Those lines get
+/// `<session>@<offset>` (see [`line_id`]).
 fn replay_ids(replay: &Path) -> HashMap<u64, String> {
     match read_spill_file(replay) {
-        Ok(entries) => entries
-            .into_iter()
-            .map(|e| (hash_line(&e.line), e.id))
-            .collect(),
+        Ok(entries) => {
+            let mut ids: HashMap<u64, Option<String>> = HashMap::new();
+            for entry in entries {
+                ids.entry(hash_line(&entry.line))
+                    .and_modify(|id| *id = None)
+                    .or_insert(Some(entry.id));
+            }
+            ids.into_iter()
+                .filter_map(|(hash, id)| Some((hash, id?)))
+                .collect()
+        }
         Err(error) => {
             tracing::warn!(%error, "the spill file left behind cannot be read; its lines are caught up from the transcript");
             HashMap::new()
@@ -431,6 +442,31 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(lines_in(&path, range), ["b", "mode:default"]);
+    }
+
+    #[test]
+    fn regression_a_line_twice_in_a_spill_file_gets_no_replayed_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(REPLAY_FILE);
+        let record = |id: &str, line: &str| {
+            let entry = Entry {
+                subject: "strata.session.s".into(),
+                id: id.into(),
+                line: line.into(),
+            };
+            serde_json::to_string(&entry).unwrap() + "\n"
+        };
+        let twice = r#"{"type":"permission-mode","permissionMode":"plan"}"#;
+        let once = r#"{"type":"x"}"#;
+        std::fs::write(
+            &path,
+            record("m1", twice) + &record("x1", once) + &record("m2", twice),
+        )
+        .unwrap();
+        let ids = replay_ids(&path);
+        assert_eq!(line_id("s", 3, once, &ids), "x1");
+        assert_eq!(line_id("s", 10, twice, &ids), "s@10");
+        assert_eq!(line_id("s", 90, twice, &ids), "s@90");
     }
 
     #[test]

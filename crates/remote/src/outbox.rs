@@ -448,53 +448,34 @@ mod tests {
     }
 
     #[test]
-    fn a_spill_while_a_window_is_out_keeps_the_window_first_and_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(SPILL_FILE);
-        let outbox = Outbox::new(small());
-        outbox.set_spill_path(path.clone());
-        for i in 0..3 {
-            outbox.push(entry(i));
-        }
-        assert_eq!(outbox.window(3), (0..3).map(entry).collect::<Vec<_>>());
-        for i in 3..12 {
-            outbox.push(entry(i));
-        }
-        assert_eq!(
-            read_spill_file(&path).unwrap(),
-            (0..12).map(entry).collect::<Vec<_>>()
-        );
-        outbox.ack(1);
-        let mut out = vec![entry(0)];
-        out.extend(drain(&outbox));
-        assert_eq!(out, (0..12).map(entry).collect::<Vec<_>>());
-        assert!(!path.exists());
-    }
-
-    #[test]
     fn past_the_bound_everything_pending_moves_to_the_file_and_comes_back_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s").join(SPILL_FILE);
-        let outbox = Outbox::new(small());
-        outbox.set_spill_path(path.clone());
-        outbox.push(entry(0));
-        assert_eq!(next(&outbox), Some(entry(0))); // in flight while the server is away
-        for i in 1..20 {
-            outbox.push(entry(i));
+        // With one line in flight while the server is away, and with a window of three.
+        for out in [1, 3] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s").join(SPILL_FILE);
+            let outbox = Outbox::new(small());
+            outbox.set_spill_path(path.clone());
+            for i in 0..out {
+                outbox.push(entry(i));
+            }
+            assert_eq!(outbox.window(out), (0..out).map(entry).collect::<Vec<_>>());
+            for i in out..20 {
+                outbox.push(entry(i));
+            }
+            let stats = outbox.stats();
+            assert_eq!(stats.pending, 20);
+            assert!(stats.spilled >= 15, "{stats:?}");
+            // The file alone holds the whole backlog, the lines in flight first, once.
+            let on_disk = read_spill_file(&path).unwrap();
+            assert_eq!(on_disk, (0..20).map(entry).collect::<Vec<_>>());
+            outbox.ack(1);
+            assert_eq!(drain(&outbox), (1..20).map(entry).collect::<Vec<_>>());
+            assert!(!path.exists(), "a drained spill file is removed");
+            // Back in memory: a short queue does not touch the disk.
+            outbox.push(entry(20));
+            assert!(!path.exists());
+            assert_eq!(drain(&outbox), vec![entry(20)]);
         }
-        let stats = outbox.stats();
-        assert_eq!(stats.pending, 20);
-        assert!(stats.spilled >= 15, "{stats:?}");
-        // The file alone holds the whole backlog, the in-flight line first.
-        let on_disk = read_spill_file(&path).unwrap();
-        assert_eq!(on_disk, (0..20).map(entry).collect::<Vec<_>>());
-        outbox.ack(1);
-        assert_eq!(drain(&outbox), (1..20).map(entry).collect::<Vec<_>>());
-        assert!(!path.exists(), "a drained spill file is removed");
-        // Back in memory: a short queue does not touch the disk.
-        outbox.push(entry(20));
-        assert!(!path.exists());
-        assert_eq!(drain(&outbox), vec![entry(20)]);
     }
 
     #[test]

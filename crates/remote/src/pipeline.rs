@@ -370,7 +370,7 @@ fn outcome(sent: &[Sent]) -> Outcome {
     }
     if stored == sent.len() {
         Outcome::All
-    } else if sent[stored..].iter().any(|s| *s == Sent::Failed) {
+    } else if sent[stored..].contains(&Sent::Failed) {
         Outcome::Failed(stored)
     } else {
         Outcome::Refused(stored)

@@ -61,10 +61,9 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
     if let (Some(link), Some(strata_agent::engine::ResumeTarget::Session(id))) =
         (&link, &setup.resume)
         && uuid::Uuid::parse_str(id).is_ok()
+        && let Some(message) = link.rebuild(&setup.config_dir, &setup.cwd, id).await?
     {
-        if let Some(message) = link.rebuild(&setup.config_dir, &setup.cwd, id).await? {
-            super::warn(format_args!("{message}"));
-        }
+        super::warn(format_args!("{message}"));
     }
     let mut remote = link.as_ref().map(crate::remote::Link::session);
     let config_dir_of_session = setup.config_dir.clone();
