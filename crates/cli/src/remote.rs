@@ -234,25 +234,35 @@ impl Link {
         })
     }
 
-    /// Waits for the bucket and stream, at most [`REBUILD_LIMIT`]; `local`: a copy of
-    /// the session is here, so a server whose first attempt already failed is not
-    /// waited for.
+    /// Waits for the bucket and stream with the connection up, at most
+    /// [`REBUILD_LIMIT`]; `local`: a copy of the session is here, so a server that is
+    /// away (its first attempt failed, or the connection dropped and is being made
+    /// again) is not waited for — the copy is resumed at once, and that is said.
     async fn reachable(&self, local: bool) -> bool {
+        let away = |s: &ConnectionState| {
+            matches!(
+                s.status,
+                RemoteConnectionStatus::Disconnected | RemoteConnectionStatus::Reconnecting
+            )
+        };
         let mut state = self.connection.state();
+        let up = async {
+            let _ = self.connection.ready().await;
+            state
+                .wait_for(|s| s.status == RemoteConnectionStatus::Connected)
+                .await
+                .is_ok()
+        };
+        let mut watched = self.connection.state();
         let given_up = async {
-            if local
-                && state
-                    .wait_for(|s| s.status == RemoteConnectionStatus::Disconnected)
-                    .await
-                    .is_ok()
-            {
+            if local && watched.wait_for(away).await.is_ok() {
                 return;
             }
             std::future::pending::<()>().await;
         };
         let ready = async {
             tokio::select! {
-                _ = self.connection.ready() => true,
+                up = up => up,
                 () = given_up => false,
             }
         };

@@ -295,6 +295,39 @@ async fn i17_1_a_session_picked_with_resume_in_the_ui_is_first_brought_level_wit
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i17_1_resume_in_the_ui_while_the_remote_is_away_takes_the_local_copy_at_once() {
+    let mut nats = NatsServer::start();
+    let url = nats.url();
+    let server = MockServer::start().await.unwrap();
+    let a = Env::new();
+    first_turn(&a, &server, &url).await;
+    tokio::task::block_in_place(|| {
+        let Some(pane) = Pane::start(&a, Some(&server), &["--remote", &url], 100, 30) else {
+            return;
+        };
+        pane.wait_for("remote connected");
+        nats.kill();
+        pane.wait_for("remote reconnecting");
+        pane.type_text("/resume");
+        pane.keys(&["Enter"]);
+        pane.wait_for("Resume a session");
+        pane.type_text("remember 42");
+        let picked = Instant::now();
+        pane.keys(&["Enter"]);
+        // The earlier answer is shown again: the UI did not wait for the server.
+        pane.wait_for("noted");
+        assert!(
+            picked.elapsed() < Duration::from_secs(5),
+            "the pick waited {:?} for a server that is away",
+            picked.elapsed()
+        );
+        pane.wait_for("cannot be reached");
+        pane.keys(&["C-d"]);
+        pane.wait_for("STRATA-EXITED=0");
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regression_a_forked_session_reaches_the_stream_whole_though_it_shares_its_parents_uuids() {
     let nats = NatsServer::start();
     let url = nats.url();
