@@ -143,18 +143,6 @@ impl Recorder {
         self
     }
 
-    /// Hands `entry` to the mirror, serialized as the writer serializes it (compact JSON),
-    /// so a rebuilt transcript is byte-identical.
-    fn mirror(&self, entry: &Entry, uuid: Option<&str>) {
-        let Some(mirror) = &self.mirror else {
-            return;
-        };
-        match serde_json::to_string(entry) {
-            Ok(json) => mirror.line(&self.session_id, uuid, &json),
-            Err(e) => tracing::warn!("a transcript line could not be mirrored: {e}"),
-        }
-    }
-
     /// A recorder that writes nothing (`--no-session-persistence`) when `persist` is
     /// false.
     #[must_use]
@@ -167,8 +155,15 @@ impl Recorder {
     /// mirrors it: `--no-session-persistence` publishes nothing to a remote either).
     fn write_shown(&self, entry: &Entry, uuid: &str) -> Result<(), WriterError> {
         if self.persist {
-            self.writer.append_written(entry)?;
-            self.mirror(entry, Some(uuid));
+            // The mirror gets the very line written (a rebuilt transcript is
+            // byte-identical), serialized once.
+            match &self.mirror {
+                Some(mirror) => {
+                    let line = self.writer.append_written_line(entry)?;
+                    mirror.line(&self.session_id, Some(uuid), &line);
+                }
+                None => self.writer.append_written(entry)?,
+            }
         }
         Ok(())
     }
@@ -271,8 +266,13 @@ impl Recorder {
         }
         // Under the chain's lock, so the mirror gets the lines in the file's order.
         let _chain = lock(&self.leaf);
-        self.writer.append(entry)?;
-        self.mirror(entry, None);
+        match &self.mirror {
+            Some(mirror) => {
+                let line = self.writer.append_line(entry)?;
+                mirror.line(&self.session_id, None, &line);
+            }
+            None => self.writer.append(entry)?,
+        }
         Ok(())
     }
 

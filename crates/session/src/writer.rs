@@ -271,7 +271,7 @@ impl TranscriptWriter {
     /// Never waits for the disk, except when 16 MiB are queued and not yet written (a
     /// disk far slower than the agent): then it waits for room rather than grow memory.
     pub fn append<R: TranscriptRecord + ?Sized>(&self, entry: &R) -> Result<(), WriterError> {
-        self.append_at(entry).map(|_| ())
+        self.append_at(entry, None).map(|_| ())
     }
 
     /// Appends one entry and returns once its line has been handed to the kernel (the
@@ -293,7 +293,36 @@ impl TranscriptWriter {
         &self,
         entry: &R,
     ) -> Result<(), WriterError> {
-        let position = self.append_at(entry)?;
+        let position = self.append_at(entry, None)?;
+        self.wait_written(position)
+    }
+
+    /// [`append`](Self::append), also returning the line as written (without its
+    /// newline), for a copy of the transcript kept elsewhere (a remote replica): the
+    /// entry is serialized once.
+    pub fn append_line<R: TranscriptRecord + ?Sized>(
+        &self,
+        entry: &R,
+    ) -> Result<String, WriterError> {
+        let mut line = String::new();
+        self.append_at(entry, Some(&mut line))?;
+        Ok(line)
+    }
+
+    /// [`append_written`](Self::append_written), also returning the line as written
+    /// (see [`append_line`](Self::append_line)).
+    pub fn append_written_line<R: TranscriptRecord + ?Sized>(
+        &self,
+        entry: &R,
+    ) -> Result<String, WriterError> {
+        let mut line = String::new();
+        let position = self.append_at(entry, Some(&mut line))?;
+        self.wait_written(position)?;
+        Ok(line)
+    }
+
+    /// Waits until the record ending at `position` was handed to the kernel.
+    fn wait_written(&self, position: u64) -> Result<(), WriterError> {
         let shared = &self.inner.shared;
         self.inner
             .queue
@@ -301,8 +330,13 @@ impl TranscriptWriter {
             .map_err(|e| WriterError::from_stored(&self.inner.path, e))
     }
 
-    /// [`append`](Self::append), returning the record's end position in the queue.
-    fn append_at<R: TranscriptRecord + ?Sized>(&self, entry: &R) -> Result<u64, WriterError> {
+    /// [`append`](Self::append), returning the record's end position in the queue;
+    /// `copy` gets the line (without its newline) when it is given.
+    fn append_at<R: TranscriptRecord + ?Sized>(
+        &self,
+        entry: &R,
+        copy: Option<&mut String>,
+    ) -> Result<u64, WriterError> {
         thread_local! {
             // Reused across appends so serializing does not allocate in the steady state.
             static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -316,6 +350,11 @@ impl TranscriptWriter {
                     path: self.inner.path.clone(),
                     source,
                 });
+            }
+            if let Some(copy) = copy {
+                // serde_json writes UTF-8; a failure here would be a serde_json bug, and
+                // then the copy is made lossily rather than lost.
+                copy.push_str(&String::from_utf8_lossy(line));
             }
             // Compact serde_json output never holds a raw newline (they are escaped in
             // strings), so the line is exactly one record.
@@ -457,6 +496,22 @@ mod tests {
         assert!(
             text.contains("/x/s.jsonl") && text.contains("process 42"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn the_line_handed_back_is_the_line_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let w = TranscriptWriter::open(&path).unwrap();
+        let user = json!({"type": "user", "uuid": "u1", "message": {"content": "é \"q\"\nx"}});
+        let meta = json!({"type": "permission-mode", "permissionMode": "plan"});
+        let first = w.append_written_line(&user).unwrap();
+        let second = w.append_line(&meta).unwrap();
+        w.close().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{first}\n{second}\n")
         );
     }
 
