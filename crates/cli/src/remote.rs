@@ -175,8 +175,7 @@ impl Link {
         {
             let path = path.clone();
             let level = tokio::task::spawn_blocking(move || {
-                std::fs::read(&path)
-                    .is_ok_and(|bytes| rebuild::ends_alike(&bytes, &last, max_payload))
+                rebuild::ends_alike(&path, &last, max_payload).unwrap_or(false)
             })
             .await
             .unwrap_or(false);
@@ -533,7 +532,7 @@ impl Titles {
 
 impl TitleState {
     fn tell(&mut self) {
-        let Some(port) = &self.port.as_ref().filter(|_| self.history_read) else {
+        let Some(port) = self.port.as_ref().filter(|_| self.history_read) else {
             return;
         };
         if let Some(title) = self.scan.title()

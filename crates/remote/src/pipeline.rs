@@ -40,6 +40,7 @@ use tokio::sync::watch;
 
 use crate::catch_up::last_stored;
 use crate::connection::{Bound, ConnectionState, RemoteConnection, RemoteError};
+use crate::observe::session_of_subject;
 use crate::outbox::Entry;
 
 /// The most lines in flight at once: 64 lines of a typical 1 KB are one 64 KB write.
@@ -93,10 +94,7 @@ fn window_len(entries: &[Entry], lines: usize) -> usize {
 /// de-duplicates across all its subjects, and a forked session holds its parent's lines
 /// under the same uuids: a bare uuid would drop the fork's copies as duplicates.
 fn message_id(entry: &Entry) -> String {
-    let session = entry
-        .subject
-        .strip_prefix("strata.session.")
-        .unwrap_or(&entry.subject);
+    let session = session_of_subject(&entry.subject).unwrap_or(&entry.subject);
     format!("{session}:{}", entry.id)
 }
 

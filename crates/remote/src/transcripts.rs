@@ -4,8 +4,9 @@
 //! line, to subject `strata.session.<id>` (issue 17 item 1), with the entry's uuid as the
 //! de-duplication id (`Nats-Msg-Id`: `<session>:<uuid>`, since the stream de-duplicates
 //! across sessions and a fork keeps its parent's uuids), so a publish retried after a
-//! lost acknowledgement is stored once. Local files stay the source of truth on the machine; the stream is the
-//! replica another machine rebuilds the session from ([`fetch_lines`], item 3).
+//! lost acknowledgement is stored once. Local files stay the source of truth on the
+//! machine; the stream is the replica another machine rebuilds the session from
+//! ([`fetch_lines`], item 3).
 //!
 //! Publishing is off the turn's path: [`TranscriptPublisher::publish`] only queues the
 //! line in the [`Outbox`] (memory, then disk past the bound); one background task

@@ -25,6 +25,7 @@ pub mod cleanup;
 pub mod file_history;
 pub mod history;
 pub mod layout;
+pub mod lines_from_end;
 pub mod listing;
 pub mod model_messages;
 pub mod reader;

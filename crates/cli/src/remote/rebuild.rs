@@ -84,23 +84,24 @@ pub(crate) fn compare(local: &[u8], remote: &[String], max_payload: usize) -> St
     }
 }
 
-/// Whether the local transcript's last published line is `last`, the stream's last line
-/// of the session, and an entry with a uuid of its own: then the copy is level and
-/// nothing needs fetching. A metadata line (a mode change, a title) holds no uuid, and
-/// two histories may well end with the same one: that is no proof.
-pub(crate) fn ends_alike(local: &[u8], last: &str, max_payload: usize) -> bool {
+/// Whether the local transcript at `path` ends, as far as the stream can know it, with
+/// `last`, the stream's last line of the session, and that line is an entry with a uuid
+/// of its own: then the copy is level and nothing needs fetching. A metadata line (a
+/// mode change, a title) holds no uuid, and two histories may well end with the same
+/// one: that is no proof. Only the file's end is read.
+pub(crate) fn ends_alike(path: &Path, last: &str, max_payload: usize) -> std::io::Result<bool> {
     #[derive(serde::Deserialize)]
     struct Uuid {
         uuid: Option<String>,
     }
-    split_lines(local)
-        .iter()
-        .rev()
-        .find(|line| strata_remote::publishable(line.len(), max_payload))
-        .is_some_and(|line| {
-            *line == last.as_bytes()
-                && serde_json::from_slice::<Uuid>(line).is_ok_and(|entry| entry.uuid.is_some())
-        })
+    let mut lines = strata_session::lines_from_end::LinesFromEnd::open(path)?;
+    while let Some(line) = lines.next_line()? {
+        if strata_remote::publishable(line.len(), max_payload) {
+            return Ok(line == last.as_bytes()
+                && serde_json::from_slice::<Uuid>(&line).is_ok_and(|entry| entry.uuid.is_some()));
+        }
+    }
+    Ok(false)
 }
 
 /// What bringing the local copy level did.
@@ -189,6 +190,14 @@ fn starts_a_message(line: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// [`ends_alike`] of a transcript holding `text`.
+    fn ends(text: &[u8], last: &str, max_payload: usize) -> bool {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, text).unwrap();
+        ends_alike(&path, last, max_payload).unwrap()
+    }
+
     fn lines(of: &[&str]) -> Vec<String> {
         of.iter().map(|s| (*s).to_owned()).collect()
     }
@@ -242,7 +251,7 @@ mod tests {
             Standing::Behind { from: 2 }
         );
         let b = r#"{"uuid":"u"}"#;
-        assert!(ends_alike(format!("a\n{b}\n{big}\n").as_bytes(), b, 1_024));
+        assert!(ends(format!("a\n{b}\n{big}\n").as_bytes(), b, 1_024));
         // A server that takes it: it should be there.
         assert_eq!(
             compare(local.as_bytes(), &remote, 1 << 20),
@@ -257,15 +266,15 @@ mod tests {
     #[test]
     fn i17_a_copy_ending_with_the_streams_last_line_is_level() {
         let b = r#"{"type":"user","uuid":"u2"}"#;
-        assert!(ends_alike(format!("a\n{b}\n").as_bytes(), b, 0));
-        assert!(ends_alike(format!("a\n{b}").as_bytes(), b, 0));
-        assert!(!ends_alike(format!("a\n{b}\nc\n").as_bytes(), b, 0));
-        assert!(!ends_alike(b"", b, 0));
+        assert!(ends(format!("a\n{b}\n").as_bytes(), b, 0));
+        assert!(ends(format!("a\n{b}").as_bytes(), b, 0));
+        assert!(!ends(format!("a\n{b}\nc\n").as_bytes(), b, 0));
+        assert!(!ends(b"", b, 0));
     }
 
     #[test]
     fn regression_two_histories_ending_with_the_same_mode_line_are_not_taken_as_level() {
         let mode = r#"{"type":"permission-mode","permissionMode":"acceptEdits","sessionId":"s"}"#;
-        assert!(!ends_alike(format!("a\n{mode}\n").as_bytes(), mode, 0));
+        assert!(!ends(format!("a\n{mode}\n").as_bytes(), mode, 0));
     }
 }
