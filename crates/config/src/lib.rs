@@ -4,7 +4,10 @@
 //! else `~/.strata`) laid out like the reference agent's, plus per-project settings under
 //! `<project>/.strata/`. This crate owns:
 //!
-//! - where those files are ([`paths`], [`sources`]);
+//! - where those files are ([`paths`], [`sources`]), the reference agent's settings files
+//!   of the same scopes included (`~/.claude/settings.json`, `.claude/settings.json`,
+//!   `.claude/settings.local.json`: read beside strata's, strata's winning a value both
+//!   set, never written);
 //! - reading and merging the settings sources, with per-value provenance and per-file
 //!   errors that name file, line and column ([`SettingsFiles::load`]; objects deep-merge,
 //!   later sources win for scalars, arrays concatenate without duplicates), failing
@@ -46,5 +49,7 @@ pub use remote::{RemoteConfig, RemoteConfigError, RemoteTlsConfig, remote_config
 pub use settings_files::{
     BadKey, MergedEntry, MergedSettings, SettingsFiles, SourceFile, UnknownPermissions, Updated,
 };
-pub use sources::{FlagSettings, INLINE_FLAG_LABEL, SettingsLocations, SettingsSource};
+pub use sources::{
+    FlagSettings, INLINE_FLAG_LABEL, ReferenceFiles, SettingsLocations, SettingsSource,
+};
 pub use watch::{SettingsChange, SettingsWatcher};

@@ -121,6 +121,57 @@ pub fn user_settings_file(config_dir: &Path) -> PathBuf {
     config_dir.join("settings.json")
 }
 
+/// The environment variable that chooses the reference agent's config directory (whose
+/// `settings.json` strata reads as user settings beside its own).
+pub const REFERENCE_CONFIG_DIR_ENV: &str = "CLAUDE_CONFIG_DIR";
+
+/// The reference agent's config directory's name under the home directory.
+pub const REFERENCE_DIR_NAME: &str = ".claude";
+
+/// The reference agent's config directory: `$CLAUDE_CONFIG_DIR` when set and non-empty,
+/// else `~/.claude`; `None` with neither (its settings are then not read).
+pub fn reference_config_dir() -> Option<PathBuf> {
+    reference_config_dir_from(
+        std::env::var_os(REFERENCE_CONFIG_DIR_ENV),
+        std::env::home_dir(),
+    )
+}
+
+/// [`reference_config_dir`] with its inputs given.
+///
+/// ```
+/// use strata_config::paths::reference_config_dir_from;
+/// let home = Some("/home/me".into());
+/// assert_eq!(reference_config_dir_from(None, home.clone()), Some("/home/me/.claude".into()));
+/// assert_eq!(reference_config_dir_from(Some("/c".into()), home), Some("/c".into()));
+/// assert_eq!(reference_config_dir_from(None, None), None);
+/// ```
+pub fn reference_config_dir_from(
+    env_value: Option<std::ffi::OsString>,
+    home: Option<PathBuf>,
+) -> Option<PathBuf> {
+    match env_value {
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => home
+            .filter(|h| !h.as_os_str().is_empty())
+            .map(|h| h.join(REFERENCE_DIR_NAME)),
+    }
+}
+
+/// `<project root>/.claude/settings.json`: the reference agent's project settings, read
+/// (never written) as project settings.
+pub fn reference_project_settings_file(project_root: &Path) -> PathBuf {
+    project_root.join(REFERENCE_DIR_NAME).join("settings.json")
+}
+
+/// `<project root>/.claude/settings.local.json`: the reference agent's local project
+/// settings, read (never written) as local settings.
+pub fn reference_local_settings_file(project_root: &Path) -> PathBuf {
+    project_root
+        .join(REFERENCE_DIR_NAME)
+        .join("settings.local.json")
+}
+
 /// `<config>/config.json`: the global config.
 pub fn global_config_file(config_dir: &Path) -> PathBuf {
     config_dir.join("config.json")

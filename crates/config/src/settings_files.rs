@@ -53,6 +53,27 @@ pub struct SourceFile {
     pub source: SettingsSource,
     /// Its path, or [`INLINE_FLAG_LABEL`] for inline flag JSON.
     pub file: String,
+    /// Whether it is the reference agent's file of the scope (`.claude/settings.json`, …)
+    /// rather than strata's own.
+    pub reference: bool,
+}
+
+impl SourceFile {
+    /// How `strata config list` names the file: the scope for strata's own files
+    /// (`project`), `claude <scope>` for the reference agent's (`claude project`).
+    ///
+    /// ```
+    /// use strata_config::{SettingsSource, SourceFile};
+    /// let f = SourceFile { source: SettingsSource::Local, file: ".claude/settings.local.json".into(), reference: true };
+    /// assert_eq!(f.label(), "claude local");
+    /// ```
+    pub fn label(&self) -> String {
+        if self.reference {
+            format!("claude {}", self.source)
+        } else {
+            self.source.as_str().to_owned()
+        }
+    }
 }
 
 /// One leaf value of the merged settings and where it came from.
@@ -270,7 +291,12 @@ impl SettingsFiles {
             errors.extend(reading.problems.into_iter().map(|(e, _)| e));
             if let Some(object) = reading.contribution {
                 merged.apply(files.len(), &object);
-                files.push(SourceFile { source, file });
+                let reference = self.locations.is_reference(Path::new(&file));
+                files.push(SourceFile {
+                    source,
+                    file,
+                    reference,
+                });
             }
         }
         drop(memory);
@@ -321,6 +347,32 @@ impl SettingsFiles {
         };
         let (object, _) = document::parse::<Settings>(&bytes, &path.display().to_string())?;
         Ok(Some(object))
+    }
+
+    /// Every file read for a scope (the reference agent's, then strata's; see
+    /// [`SettingsLocations::scope_files`]) with its JSON (`None`: no such file), or the
+    /// error reading or parsing it. For checks that need to know which file of a scope
+    /// says what (the hooks trust gate).
+    pub fn read_scope(
+        &self,
+        source: SettingsSource,
+    ) -> Vec<(PathBuf, Result<Option<JsonObject>, ConfigError>)> {
+        self.locations
+            .scope_files(source)
+            .into_iter()
+            .map(|path| {
+                let object = atomic::read(path).and_then(|bytes| {
+                    bytes
+                        .map(|b| {
+                            document::parse::<Value>(&b, &path.display().to_string())
+                                .map(|(o, _)| o)
+                                .map_err(ConfigError::from)
+                        })
+                        .transpose()
+                });
+                (path.to_path_buf(), object)
+            })
+            .collect()
     }
 
     /// Edits a writable source under the file lock (exclusive lock on the file's directory,
@@ -397,15 +449,24 @@ impl SettingsFiles {
     /// one that cannot be listed is.
     fn inputs(&self, errors: &mut Vec<ConfigError>) -> Vec<(SettingsSource, Input)> {
         let l = &self.locations;
-        let mut out = vec![
-            (SettingsSource::User, Input::Path(l.user.clone())),
-            (SettingsSource::Project, Input::Path(l.project.clone())),
-            (SettingsSource::Local, Input::Path(l.local.clone())),
-        ];
-        // When the project root is the home directory, the project file may be the user
-        // file itself; reading it twice would attribute its values to `project`.
-        if same_file(&l.project, &l.user) {
-            out.remove(1);
+        let mut out: Vec<(SettingsSource, Input)> = Vec::new();
+        // Per scope, the reference agent's file before strata's: strata's wins a value
+        // both set. A file already read (the project root is the home directory, so the
+        // project file is the user file; `.strata` is a link to `.claude`) is read once,
+        // at its first place, rather than have its values attributed to a second source.
+        let mut seen: Vec<PathBuf> = Vec::new();
+        for source in [
+            SettingsSource::User,
+            SettingsSource::Project,
+            SettingsSource::Local,
+        ] {
+            for path in l.scope_files(source) {
+                if seen.iter().any(|p| same_file(p, path)) {
+                    continue;
+                }
+                seen.push(path.to_path_buf());
+                out.push((source, Input::Path(path.to_path_buf())));
+            }
         }
         match &l.flag {
             Some(FlagSettings::File(p)) => out.push((SettingsSource::Flag, Input::Path(p.clone()))),

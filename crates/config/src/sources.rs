@@ -5,6 +5,15 @@
 //! (`--settings <file or inline JSON>`) and managed (`/etc/strata/managed-settings.json`
 //! then `/etc/strata/managed-settings.d/*.json` in file-name order). Managed settings are
 //! the administrator's policy, so they win over everything the user controls.
+//!
+//! The reference agent's files of the first three scopes are sources of the same scope
+//! ([`ReferenceFiles`]): `$CLAUDE_CONFIG_DIR/settings.json` (else
+//! `~/.claude/settings.json`) is user settings, `<root>/.claude/settings.json` project
+//! settings and `<root>/.claude/settings.local.json` local settings. A project set up for
+//! the reference agent thus works unchanged. Within a scope the reference's file is read
+//! first and strata's second, so where the two disagree on a value strata's wins; rule
+//! lists concatenate like any array, so every file's rules apply. They are read only:
+//! every write goes to strata's own file of the scope ([`SettingsLocations::writable_file`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -107,8 +116,34 @@ pub struct SettingsLocations {
     /// The directory holding `managed-settings.json` and `managed-settings.d/`.
     pub managed_dir: PathBuf,
     /// Sources that are not read (`--setting-sources` leaves them out): only user,
-    /// project and local can be; the flag and managed sources always load.
+    /// project and local can be; the flag and managed sources always load. Leaving a
+    /// scope out leaves out the reference agent's file of that scope too.
     pub excluded: Vec<SettingsSource>,
+    /// The reference agent's files read beside strata's, at the same scopes.
+    pub reference: ReferenceFiles,
+}
+
+/// The reference agent's settings files (read, never written). `None`: not read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReferenceFiles {
+    /// `$CLAUDE_CONFIG_DIR/settings.json`, else `~/.claude/settings.json`: user settings.
+    pub user: Option<PathBuf>,
+    /// `<root>/.claude/settings.json`: project settings.
+    pub project: Option<PathBuf>,
+    /// `<root>/.claude/settings.local.json`: local settings.
+    pub local: Option<PathBuf>,
+}
+
+impl ReferenceFiles {
+    /// The reference's file of a scope (`None` for flag and managed, or when not read).
+    pub fn of(&self, source: SettingsSource) -> Option<&Path> {
+        match source {
+            SettingsSource::User => self.user.as_deref(),
+            SettingsSource::Project => self.project.as_deref(),
+            SettingsSource::Local => self.local.as_deref(),
+            SettingsSource::Flag | SettingsSource::Managed => None,
+        }
+    }
 }
 
 impl SettingsLocations {
@@ -121,7 +156,15 @@ impl SettingsLocations {
     /// let l = SettingsLocations::new(Path::new("/home/me/.strata"), Path::new("/src/app"));
     /// assert_eq!(l.local, Path::new("/src/app/.strata/settings.local.json"));
     /// assert_eq!(l.managed_file(), Path::new("/etc/strata/managed-settings.json"));
+    /// assert_eq!(
+    ///     l.reference.project.as_deref(),
+    ///     Some(Path::new("/src/app/.claude/settings.json"))
+    /// );
     /// ```
+    ///
+    /// The reference agent's user settings are found from the environment
+    /// (`$CLAUDE_CONFIG_DIR`, else `~/.claude`); [`Self::with_reference_config_dir`]
+    /// chooses another.
     pub fn new(config_dir: &Path, project_root: &Path) -> Self {
         Self {
             user: paths::user_settings_file(config_dir),
@@ -130,7 +173,60 @@ impl SettingsLocations {
             flag: None,
             managed_dir: PathBuf::from(DEFAULT_MANAGED_DIR),
             excluded: Vec::new(),
+            reference: ReferenceFiles {
+                user: paths::reference_config_dir().map(|d| paths::user_settings_file(&d)),
+                project: Some(paths::reference_project_settings_file(project_root)),
+                local: Some(paths::reference_local_settings_file(project_root)),
+            },
         }
+    }
+
+    /// With the reference agent's user settings read from `<dir>/settings.json`, or not
+    /// at all (`None`).
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use strata_config::SettingsLocations;
+    /// let l = SettingsLocations::new(Path::new("/h/.strata"), Path::new("/src/app"))
+    ///     .with_reference_config_dir(Some(Path::new("/h/cc")));
+    /// assert_eq!(l.reference.user.as_deref(), Some(Path::new("/h/cc/settings.json")));
+    /// ```
+    #[must_use]
+    pub fn with_reference_config_dir(mut self, dir: Option<&Path>) -> Self {
+        self.reference.user = dir.map(paths::user_settings_file);
+        self
+    }
+
+    /// Without any of the reference agent's files.
+    #[must_use]
+    pub fn without_reference(mut self) -> Self {
+        self.reference = ReferenceFiles::default();
+        self
+    }
+
+    /// The files read for a scope, lowest precedence first: the reference agent's (when
+    /// read), then strata's. Empty for a scope left out, and for flag and managed (whose
+    /// inputs are not per scope).
+    pub fn scope_files(&self, source: SettingsSource) -> Vec<&Path> {
+        if !self.loads(source) {
+            return Vec::new();
+        }
+        self.reference
+            .of(source)
+            .into_iter()
+            .chain(self.writable_file(source))
+            .collect()
+    }
+
+    /// Whether `path` is one of the reference agent's files strata reads.
+    pub fn is_reference(&self, path: &Path) -> bool {
+        [
+            &self.reference.user,
+            &self.reference.project,
+            &self.reference.local,
+        ]
+        .into_iter()
+        .any(|f| f.as_deref() == Some(path))
     }
 
     /// Only these of the user, project and local sources load (`--setting-sources
@@ -195,7 +291,8 @@ impl SettingsLocations {
         self.managed_dir.join("managed-settings.d")
     }
 
-    /// The file of a writable source (`None` for flag and managed).
+    /// The file of a writable source (`None` for flag and managed): always strata's own,
+    /// never the reference agent's file of the scope.
     pub fn writable_file(&self, source: SettingsSource) -> Option<&Path> {
         match source {
             SettingsSource::User => Some(&self.user),
@@ -217,6 +314,15 @@ impl SettingsLocations {
         }
         if path == self.local {
             return Some(SettingsSource::Local);
+        }
+        for source in [
+            SettingsSource::User,
+            SettingsSource::Project,
+            SettingsSource::Local,
+        ] {
+            if self.reference.of(source) == Some(path) {
+                return Some(source);
+            }
         }
         if matches!(&self.flag, Some(FlagSettings::File(f)) if f == path) {
             return Some(SettingsSource::Flag);

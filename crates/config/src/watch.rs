@@ -1,6 +1,7 @@
 //! Watching the settings files and reporting which source changed (UI-7).
 //!
-//! Directories are watched, not files: every writer (strata's own atomic replace, most
+//! Every source's file is watched, the reference agent's (`.claude/settings.json`, …)
+//! included. Directories are watched, not files: every writer (strata's own atomic replace, most
 //! editors) replaces a file by renaming a new one over it, which ends a watch on the old
 //! file. A directory that does not exist yet (a project without `.strata/`) is covered by
 //! watching its nearest existing ancestor; when it appears it is watched itself, and any
@@ -232,6 +233,15 @@ fn watched_dirs(l: &SettingsLocations) -> Vec<PathBuf> {
     if let Some(FlagSettings::File(f)) = &l.flag {
         files.push(f.clone());
     }
+    // The reference agent's files are sources too: an edit of `.claude/settings.json`
+    // applies live like one of `.strata/settings.json`.
+    let r = &l.reference;
+    files.extend(
+        [&r.user, &r.project, &r.local]
+            .into_iter()
+            .flatten()
+            .cloned(),
+    );
     let mut dirs: Vec<PathBuf> = Vec::new();
     for f in files {
         if let Some(d) = f.parent()
