@@ -14,6 +14,7 @@ const HELP: &str = "\
 /add-dir <path>    let the tools work in another directory (this session)
 /config            verbose output, model, permission mode, todo list
 /memory            the memory files (CLAUDE.md …); open one in $EDITOR
+/output-style [name]  list the output styles, or pick one (saved to local settings)
 /cost              the cost of this session so far
 /context           how full the context window is, by part (and the memory files)
 /compact [notes]   summarise the conversation to free the context (notes: what to keep)
@@ -56,6 +57,10 @@ pub fn run(app: &mut App, command: &str) -> Request {
         "add-dir" => app.add_dir(arg),
         "config" | "settings" => app.open_config(),
         "memory" => app.open_memory(),
+        "output-style" => {
+            let text = output_style(app.engine(), arg);
+            app.notify(&text);
+        }
         "status" => {
             let report = status_report(app);
             app.notify(&report);
@@ -76,6 +81,40 @@ pub fn run(app: &mut App, command: &str) -> Request {
         )),
     }
     Request::None
+}
+
+/// `/output-style [name]`: without a name, the styles (the one in force marked) and how
+/// to pick one; with one, the style for the rest of the session, saved to strata's local
+/// settings.
+fn output_style(engine: &strata_agent::engine::Engine, name: &str) -> String {
+    let prompt = engine.session_prompt();
+    if name.is_empty() {
+        let current = prompt.output_style_name();
+        let (styles, warnings) = prompt.output_styles();
+        let mut text = String::from("Output styles (/output-style <name> to pick one):");
+        for style in styles.all() {
+            let mark = if style.name.eq_ignore_ascii_case(&current) {
+                "●"
+            } else {
+                " "
+            };
+            text.push_str(&format!("\n {mark} {}", style.name));
+            if !style.description.is_empty() {
+                text.push_str(&format!(" — {}", style.description));
+            }
+        }
+        for warning in warnings {
+            text.push_str(&format!("\n{warning}"));
+        }
+        return text;
+    }
+    match prompt.choose_output_style(name) {
+        Ok(style) => format!(
+            "Output style set to {} (saved to .strata/settings.local.json)",
+            style.name
+        ),
+        Err(e) => format!("Output style not changed: {e}"),
+    }
 }
 
 /// `/status`: what this session is and where it works — id, model, permission mode,

@@ -1,7 +1,8 @@
 //! Live settings for every session, headless included (UI-7, issue 10 item 2).
 //!
 //! The engine starts the app store's settings watcher when it opens a session. An
-//! external edit of the user, project, local or `--settings` file is merged again and
+//! external edit of the user, project, local or `--settings` file — strata's own or the
+//! reference agent's of the same scope (`.claude/settings.json`, …) — is merged again and
 //! applied to the store (`strata_state::apply_settings_change`): the settings domain (the
 //! model when neither `--model` nor a resumed session chose one, `env` through FX-5) and
 //! the permission context the decisions read — the settings files' rules and directories

@@ -377,7 +377,7 @@ impl Engine {
                 .collect(),
             api_key_source: inner.provider.api_key_source().to_owned(),
             claude_code_version: env!("CARGO_PKG_VERSION").to_owned(),
-            output_style: "default".to_owned(),
+            output_style: inner.long.prompt.output_style_name(),
             uuid: uuid::Uuid::new_v4().to_string(),
             // The agent types the Agent tool offers (the SDKs' `agents`: names).
             extra: serde_json::Map::from_iter([(
@@ -430,6 +430,11 @@ impl Engine {
         command_turn.finish(&self.inner);
         lock(&self.inner.current_turn).take();
         result
+    }
+
+    /// The session's system prompt (its output style: `/output-style`).
+    pub fn session_prompt(&self) -> &crate::prompt::SessionPrompt {
+        &self.inner.long.prompt
     }
 
     /// Replaces the system prompt and the appended text (an SDK's `initialize`); the

@@ -430,6 +430,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         prompt.set_skills(skills.prompt_section());
     }
     warnings.extend(prompt.warnings().iter().cloned());
+    warnings.extend(prompt.use_output_style(merged.value.get("outputStyle")));
     let long =
         crate::query::LongSession::new(prompt, options.max_thinking_tokens, layout.transcript());
     if let Some((_, covers)) = resumed_usage {

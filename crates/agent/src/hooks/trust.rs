@@ -1,6 +1,8 @@
 //! The workspace-trust gate for hooks: the `hooks` of a project's own settings files
-//! (`.strata/settings.json`, `.strata/settings.local.json`) are commands that came with
-//! the checkout, and they run only in a project the user trusted.
+//! (`.strata/settings.json`, `.strata/settings.local.json`, and the reference agent's
+//! `.claude/settings.json` and `.claude/settings.local.json`, read as the same scopes)
+//! are commands that came with the checkout, and they run only in a project the user
+//! trusted.
 //!
 //! Trust is recorded as the reference agent records it: `hasTrustDialogAccepted: true`
 //! in the global config's entry for the project folder (`projects.<path>`), or for a
@@ -40,16 +42,16 @@ pub fn session_hooks(
     let locations = files.locations();
     let gated: Vec<String> = [SettingsSource::Project, SettingsSource::Local]
         .into_iter()
-        .filter(|s| locations.loads(*s))
-        .filter(|s| {
-            files
-                .read_source(*s)
+        .flat_map(|s| files.read_scope(s))
+        .filter(|(_, object)| {
+            object
+                .as_ref()
                 .ok()
-                .flatten()
-                .and_then(|o| o.get("hooks").cloned())
-                .is_some_and(|h| has_any_hook(&h))
+                .and_then(|o| o.as_ref())
+                .and_then(|o| o.get("hooks"))
+                .is_some_and(has_any_hook)
         })
-        .filter_map(|s| locations.writable_file(s).map(|p| p.display().to_string()))
+        .map(|(path, _)| path.display().to_string())
         .collect();
     if trusted || gated.is_empty() {
         return (merged_hooks.cloned(), None);
@@ -142,6 +144,39 @@ mod tests {
         );
         let (trusted, none) = session_hooks(&files, merged.value.get("hooks"), true);
         assert!(trusted.unwrap().to_string().contains("project"));
+        assert!(none.is_none());
+    }
+
+    #[test]
+    fn i25_3_hooks_from_the_reference_agents_project_files_need_trust_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (cfg, proj) = (tmp.path().join("cfg"), tmp.path().join("proj"));
+        std::fs::create_dir_all(proj.join(".claude")).unwrap();
+        let hook = |command: &str| {
+            json!({"hooks": {"PreToolUse": [{"matcher": "Bash",
+                "hooks": [{"type": "command", "command": command}]}]}})
+            .to_string()
+        };
+        std::fs::write(proj.join(".claude/settings.json"), hook("shared")).unwrap();
+        std::fs::write(proj.join(".claude/settings.local.json"), hook("mine")).unwrap();
+        let files = SettingsFiles::new(
+            SettingsLocations::new(&cfg, &proj)
+                .with_managed_dir(tmp.path().join("etc"))
+                .with_reference_config_dir(None),
+        );
+        let merged = files.load();
+        let all = merged.value.get("hooks").unwrap().to_string();
+        assert!(all.contains("shared") && all.contains("mine"), "{all}");
+        let (hooks, warning) = session_hooks(&files, merged.value.get("hooks"), false);
+        assert_eq!(hooks, None, "no hook of the untrusted project runs");
+        let warning = warning.unwrap();
+        assert!(
+            warning.contains(".claude/settings.json")
+                && warning.contains(".claude/settings.local.json"),
+            "{warning}"
+        );
+        let (hooks, none) = session_hooks(&files, merged.value.get("hooks"), true);
+        assert_eq!(hooks.as_ref(), merged.value.get("hooks"));
         assert!(none.is_none());
     }
 }

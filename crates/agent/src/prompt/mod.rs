@@ -10,10 +10,11 @@
 //! session therefore builds it once (the date, the git status and the memory files as
 //! they were when the session started: what the reference agent does too) and rebuilds
 //! it only when the permission mode changes, which is rare and changes the rules the
-//! model must follow.
+//! model must follow, or when the user picks another output style ([`output_style`]).
 
 pub mod environment;
 pub mod memory;
+pub mod output_style;
 pub mod session;
 mod text;
 
@@ -24,6 +25,7 @@ use strata_protocol::permission::PermissionMode;
 
 pub use self::environment::{GitInfo, GitStatus};
 pub use self::memory::{MemoryFile, MemorySource, load_memory_files};
+pub use self::output_style::{OutputStyle, OutputStyles};
 pub use self::session::SessionPrompt;
 
 /// Everything the system prompt is built from.
@@ -57,6 +59,9 @@ pub struct PromptInputs {
     /// The skills the Skill tool loads, as the prompt lists them (within
     /// [`SKILLS_PROMPT_BUDGET`](crate::commands::skills::SKILLS_PROMPT_BUDGET)).
     pub skills: Option<String>,
+    /// The output style (`None`: the default, the prompt unchanged; see
+    /// [`output_style`]).
+    pub output_style: Option<OutputStyle>,
 }
 
 /// A built system prompt, with the size of each part (for context accounting).
@@ -74,15 +79,25 @@ pub struct SystemPrompt {
 ///
 /// A replacement prompt is used as given, followed by the memory files and the appended
 /// text (the memory files are the user's own instructions: replacing the agent's voice
-/// does not drop them).
+/// does not drop them); the output style applies to the default prompt only.
 pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
     let mut out = String::with_capacity(8 * 1024);
-    match inputs.replace.as_deref().filter(|r| !r.trim().is_empty()) {
+    let replacement = inputs.replace.as_deref().filter(|r| !r.trim().is_empty());
+    let style = inputs
+        .output_style
+        .as_ref()
+        .filter(|s| replacement.is_none() && !s.is_default());
+    match replacement {
         Some(replacement) => out.push_str(replacement.trim_end()),
         None => {
-            out.push_str(text::IDENTITY);
+            let coding = style.is_none_or(|s| s.keep_coding_instructions);
+            out.push_str(if coding {
+                text::IDENTITY
+            } else {
+                text::IDENTITY_GENERAL
+            });
             out.push_str("\n\n");
-            out.push_str(text::WORKING);
+            working_section(&mut out, coding, style.is_none());
             out.push_str("\n\n");
             tool_guidance(&mut out, &inputs.tools);
             out.push_str(text::PERMISSIONS);
@@ -98,6 +113,12 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
     let before_memory = out.len();
     memory_section(&mut out, &inputs.memory_files);
     let memory_chars = out[before_memory..].chars().count();
+    // The style's instructions come at the end of the prompt, before what the caller
+    // appends.
+    if let Some(section) = style.and_then(output_style::section) {
+        out.push_str("\n\n");
+        out.push_str(&section);
+    }
     if let Some(append) = inputs.append.as_deref().filter(|a| !a.trim().is_empty()) {
         out.push_str("\n\n");
         out.push_str(append.trim_end());
@@ -118,6 +139,25 @@ pub fn build_system_prompt(inputs: &PromptInputs) -> SystemPrompt {
             .iter()
             .map(|f| (f.path.clone(), f.source, f.content.chars().count()))
             .collect(),
+    }
+}
+
+/// "How to work": the software-engineering lines unless a style leaves them out, the
+/// concise-output line only in the default style.
+fn working_section(out: &mut String, coding: bool, concise: bool) {
+    out.push_str(text::WORKING_HEADING);
+    let mut lines: Vec<&str> = Vec::new();
+    if coding {
+        lines.extend(text::WORKING_CODING);
+    }
+    lines.push(text::WORKING_FACTS);
+    if concise {
+        lines.push(text::WORKING_CONCISE);
+    }
+    lines.extend(text::WORKING_ALWAYS);
+    for line in lines {
+        out.push('\n');
+        out.push_str(line);
     }
 }
 

@@ -5,7 +5,11 @@
 //! - `set <key> <value>`, `unset <key>`: change one key.
 //! - `add <key> <value>`, `remove <key> <value>`: add an element to an array (once) or
 //!   remove every equal element.
-//! - `list [--json]`: every merged value with the source it came from.
+//! - `list [--json]`: every merged value with the file it came from: `user`, `project`,
+//!   `local` for strata's own files, `claude user`, `claude project`, `claude local` for
+//!   the reference agent's files of those scopes (`~/.claude/settings.json`,
+//!   `.claude/settings.json`, `.claude/settings.local.json`), which are read but never
+//!   written; `--json` gives each file's path.
 //!
 //! Keys are dotted paths (`permissions.defaultMode`, `env.FOO`). Values are JSON when they
 //! parse as JSON, else strings; where the schema wants a string (`model`, `env.*`,
@@ -311,7 +315,7 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<()> {
             sources: e
                 .from
                 .iter()
-                .map(|f| f.source.as_str().to_owned())
+                .map(strata_config::SourceFile::label)
                 .collect(),
             files: e.from.into_iter().map(|f| f.file).collect(),
         })

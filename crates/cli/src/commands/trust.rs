@@ -46,7 +46,7 @@ pub(crate) fn run(args: TrustArgs) -> anyhow::Result<()> {
         )
     } else {
         format!(
-            "Trusted {}: the hooks of its .strata settings files run from the next session on",
+            "Trusted {}: the hooks of its .strata and .claude settings files run from the next session on",
             root.display()
         )
     })
