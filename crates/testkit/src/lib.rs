@@ -32,6 +32,11 @@
 //! mid-stream errors, dropped connections and pausing a stream until the test releases it
 //! (interrupt tests), and [`render`] for the exact events sent.
 //!
+//! The server is strict by default: a request the real API would refuse (a `tool_use`
+//! without `tools`, a `tool_result` that answers nothing, an empty text block, …; see
+//! [`strict`]) is answered with that API's 400 error and leaves the script as it was.
+//! [`MockServer::start_lenient`] answers anything; a test using it says why.
+//!
 //! [`PageServer`] serves fixed web pages on `127.0.0.1` for the tools that fetch URLs.
 //!
 //! [`nats`] starts real `nats-server -js` processes (one node or a three-node cluster) on
@@ -52,6 +57,7 @@ pub mod render;
 mod reply;
 mod script;
 mod server;
+pub mod strict;
 pub mod transcripts;
 
 pub use nats::NatsServer;

@@ -77,7 +77,7 @@ impl Node {
             .unwrap_or_else(|error| {
                 panic!(
                     "cannot start nats-server ({error}): it must be installed \
-                     (apt-get install nats-server; .ci/run does it)"
+                     (apt-get install nats-server; scripts/test does it)"
                 )
             });
         self.child = Some(child);

@@ -240,6 +240,17 @@ pub fn openai_error_body(kind: &str, message: &str) -> String {
     json!({"error": {"message": message, "type": kind, "code": null}}).to_string()
 }
 
+/// The body of OpenAI's 400 for a request it refuses:
+/// `{"error":{"message","type":"invalid_request_error","param","code"}}`.
+pub fn openai_invalid_request_body(
+    message: &str,
+    param: Option<&str>,
+    code: Option<&str>,
+) -> String {
+    json!({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}})
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::render::{self, Frame};
 use crate::script::{Cut, Kind, MockResponse};
+use crate::strict::{self, Api, Violation};
 
 /// A request the server received.
 #[derive(Debug, Clone)]
@@ -34,6 +35,10 @@ pub struct RecordedRequest {
     pub body: Vec<u8>,
     /// When the request's head had arrived (for latency measurements).
     pub received_at: Instant,
+    /// The strict server's refusal, worded as the real API's error message, when the
+    /// request broke one of its rules (see [`crate::strict`]); such a request got a 400
+    /// and used no scripted response.
+    pub refused: Option<String>,
 }
 
 impl RecordedRequest {
@@ -118,6 +123,8 @@ type RoutePredicate = Box<dyn Fn(&RecordedRequest) -> bool + Send + Sync>;
 
 #[derive(Default)]
 struct Shared {
+    /// Whether requests the real APIs refuse are refused (see [`crate::strict`]).
+    lenient: bool,
     script: Mutex<VecDeque<MockResponse>>,
     /// Responses for requests that match a predicate, tried before the script (agents
     /// running side by side make the order of requests unknowable).
@@ -152,11 +159,28 @@ pub struct MockServer {
 }
 
 impl MockServer {
-    /// Starts a server on a random loopback port, on the current tokio runtime.
+    /// Starts a strict server on a random loopback port, on the current tokio runtime:
+    /// a request the real API would refuse (see [`crate::strict`]) is recorded, answered
+    /// with the API's 400 error and uses no scripted response.
     pub async fn start() -> std::io::Result<Self> {
+        Self::start_with(false).await
+    }
+
+    /// Starts a server that answers every request from the script, even one the real
+    /// API would refuse. A test that uses it must say in a comment why it cannot use
+    /// [`MockServer::start`] (say, it checks how strata handles a malformed request the
+    /// real API would not even get).
+    pub async fn start_lenient() -> std::io::Result<Self> {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(lenient: bool) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            lenient,
+            ..Shared::default()
+        });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(Self { addr, shared, task })
     }
@@ -227,9 +251,18 @@ impl MockServer {
                 .sum::<usize>()
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order (refused ones included).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// The requests the strict server refused, in arrival order.
+    pub fn refused(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests)
+            .iter()
+            .filter(|r| r.refused.is_some())
+            .cloned()
+            .collect()
     }
 
     /// Waits until at least `n` requests arrived (or `timeout` passed) and returns them
@@ -278,7 +311,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     loop {
-        let request = match read_request(&mut read).await {
+        let mut request = match read_request(&mut read).await {
             Ok(Some(r)) => r,
             Ok(None) | Err(_) => return,
         };
@@ -286,7 +319,16 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
         let openai = request.is_openai();
-        let routed = {
+        // The rules come before the script: a refused request must not use up the
+        // response scripted for the request the real API would have answered.
+        let violation = (!shared.lenient && request.method == "POST")
+            .then(|| Api::of_path(&request.path))
+            .flatten()
+            .and_then(|api| strict::check(api, &request.body));
+        request.refused = violation.as_ref().map(|v| v.message.clone());
+        let routed = if violation.is_some() {
+            None
+        } else {
             let mut routes = lock(&shared.routes);
             routes
                 .iter_mut()
@@ -299,6 +341,13 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             requests.len()
         };
         shared.arrived.notify_waiters();
+        if let Some(violation) = violation {
+            report_refusal(number, &violation);
+            match refuse(&mut write, &violation, openai).await {
+                Ok(()) if !close => continue,
+                _ => return,
+            }
+        }
         let response = routed.or_else(|| lock(&shared.script).pop_front());
         let response = response.unwrap_or_else(|| {
             // Not retryable (400), so a client fails at once with this message.
@@ -313,6 +362,40 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
             _ => return,
         }
     }
+}
+
+/// Tells the test's output which request was refused and why: the product may report
+/// the 400 in words of its own, and a failing test should point at the rule.
+#[allow(clippy::print_stderr)] // test output, captured by the test harness
+fn report_refusal(number: usize, violation: &Violation) {
+    eprintln!(
+        "strata-testkit: strict server refused request {number} (as the real API would): {}",
+        violation.message
+    );
+}
+
+/// Answers a refused request with the real API's 400 body.
+async fn refuse(
+    write: &mut OwnedWriteHalf,
+    violation: &Violation,
+    openai: bool,
+) -> std::io::Result<()> {
+    let body = if openai {
+        render::openai_invalid_request_body(
+            &violation.message,
+            violation.param.as_deref(),
+            violation.code.as_deref(),
+        )
+    } else {
+        render::anthropic_error_body("invalid_request_error", &violation.message)
+    };
+    let head = format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    write.write_all(head.as_bytes()).await?;
+    write.write_all(body.as_bytes()).await?;
+    write.flush().await
 }
 
 /// Reads one request; `None` when the client closed the connection before one started.
@@ -361,6 +444,7 @@ async fn read_request(
         headers,
         body,
         received_at,
+        refused: None,
     }))
 }
 

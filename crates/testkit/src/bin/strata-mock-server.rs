@@ -12,6 +12,9 @@
 //! `delay_ms` (wait before answering: a slow model, for interrupt tests) and `error`
 //! (`{"status","type","message"}`: an API error instead of a reply). The request log is
 //! rewritten with one JSON line per request body whenever a request arrives.
+//!
+//! The server is strict, as the library's [`MockServer::start`]: a request the real
+//! API would refuse gets that API's 400 error (and a line on stderr) and uses no reply.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a command-line program
 
