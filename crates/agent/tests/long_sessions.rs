@@ -299,10 +299,15 @@ async fn manual_compact_writes_the_corpus_shape_and_resume_starts_after_it() {
     let result = prompt(&engine, "/compact focus on the notes").await;
     assert!(!result.is_error, "{:?}", result.errors);
     assert_eq!(result.result.as_deref(), Some("Conversation compacted"));
-    // The summary request carried the user's instructions and no tools.
+    // The summary request carried the user's instructions, and the turn's tools in the
+    // turn's order: the real API refuses `tool_use`/`tool_result` blocks without tools
+    // (issue 25), and the same tool list keeps the prompt cache's prefix.
     let summary_request = &server.requests()[2];
     assert!(summary_request.body_text().contains("focus on the notes"));
-    assert!(summary_request.json().get("tools").is_none());
+    assert_eq!(summary_request.refused, None);
+    let tools = summary_request.json()["tools"].clone();
+    assert!(tools.as_array().is_some_and(|t| !t.is_empty()), "{tools}");
+    assert_eq!(tools, server.requests()[1].json()["tools"]);
 
     let lines = transcript_lines(&env.config);
     let boundary = &lines[before.len()];

@@ -11,6 +11,9 @@
 //! messages; the SDK stream gets the `compact_boundary` system message. A summary request
 //! that fails or is interrupted leaves the conversation and transcript as they were.
 //!
+//! The summary request defines the same tools as the turn's requests (the API refuses
+//! tool blocks without tools, and the tool list is the start of the cached prefix).
+//!
 //! The `PreCompact` hook runs in [`compact`] before the request: it may
 //! add instructions (joined to the summary request) or stop the compaction.
 
@@ -200,7 +203,12 @@ async fn summarise(
         model: inner.model(),
         system: text::SUMMARY_SYSTEM.to_owned(),
         messages,
-        tools: Vec::new(),
+        // The turn's tools, in the order the turn sends them: the Messages API refuses a
+        // request whose messages hold `tool_use` or `tool_result` blocks and that
+        // defines no tools (issue 25), and the same tool list keeps the prompt cache's
+        // prefix of the conversation's requests. The summary request asks for text
+        // only; a tool call in the answer would be ignored (only text is kept).
+        tools: inner.tools.definitions(),
         max_tokens: SUMMARY_MAX_TOKENS,
         thinking_budget: None,
     };
