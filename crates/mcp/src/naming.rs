@@ -1,6 +1,21 @@
 //! The names the model sees: `mcp__<server>__<tool>`, with every character outside
 //! `[A-Za-z0-9_-]` of the server and tool names replaced by `_` (the reference agent's
 //! rule, so permission rules written for it match strata's tools and the reverse).
+//!
+//! The model APIs refuse tool names longer than 64 characters (`^[a-zA-Z0-9_-]{1,64}$`),
+//! and a long server name plus a long tool name passes that easily. The reference
+//! agent documents no shortening (its users rename servers or tools), so strata
+//! shortens deterministically, keeping the shape permission rules rely on:
+//!
+//! - a server name longer than [`MAX_SERVER`] characters (after the character rule)
+//!   becomes its first 23 characters, `_` and 8 hex digits of a hash of the whole
+//!   original name (32 characters), so the prefix `mcp__<server>__` stays at most 55;
+//! - a whole name still longer than 64 keeps as much of the tool name as fits and
+//!   ends in `_` and 8 hex digits of a hash of the original server and tool names.
+//!
+//! Names of 64 characters or fewer are never changed; shortened names stay unique in
+//! practice (the hash covers the full original names) and are the same on every run,
+//! so transcripts and permission rules that name them keep working.
 
 /// `name` with every character outside `[A-Za-z0-9_-]` replaced by `_`.
 pub fn normalize(name: &str) -> String {
@@ -15,14 +30,54 @@ pub fn normalize(name: &str) -> String {
         .collect()
 }
 
-/// The prefix shared by every tool of `server` (`mcp__<server>__`).
-pub fn server_prefix(server: &str) -> String {
-    format!("mcp__{}__", normalize(server))
+/// The longest tool name the model APIs accept.
+pub const MAX_TOOL_NAME: usize = 64;
+
+/// The longest server part kept whole; longer ones are shortened (see the module docs).
+pub const MAX_SERVER: usize = 48;
+
+/// 8 lower-case hex digits of a stable hash (FNV-1a, 64 bits, folded to 32) of `parts`,
+/// each followed by a NUL so `("ab", "c")` and `("a", "bc")` differ.
+fn short_hash(parts: &[&str]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain([0]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{:08x}", (h ^ (h >> 32)) as u32)
 }
 
-/// The tool name the model calls.
+/// The server part of the names: the character rule, shortened past [`MAX_SERVER`].
+fn server_part(server: &str) -> String {
+    let normalized = normalize(server);
+    if normalized.len() <= MAX_SERVER {
+        return normalized;
+    }
+    // `normalize` leaves only ASCII, so byte slicing is at a character boundary.
+    format!("{}_{}", &normalized[..23], short_hash(&[server]))
+}
+
+/// The prefix shared by every tool of `server` (`mcp__<server>__`).
+pub fn server_prefix(server: &str) -> String {
+    format!("mcp__{}__", server_part(server))
+}
+
+/// The tool name the model calls: at most [`MAX_TOOL_NAME`] characters.
 pub fn tool_name(server: &str, tool: &str) -> String {
-    format!("{}{}", server_prefix(server), normalize(tool))
+    let prefix = server_prefix(server);
+    let tool_part = normalize(tool);
+    if prefix.len() + tool_part.len() <= MAX_TOOL_NAME {
+        return format!("{prefix}{tool_part}");
+    }
+    // The prefix is at most 5 + MAX_SERVER + 2 = 55, so `keep` cannot underflow.
+    let keep = MAX_TOOL_NAME - prefix.len() - 9;
+    format!(
+        "{prefix}{}_{}",
+        &tool_part[..keep],
+        short_hash(&[server, tool])
+    )
 }
 
 /// True for a name of an MCP tool (any server).
@@ -46,5 +101,46 @@ mod tests {
         assert!(is_mcp_tool_name("mcp__s__t"));
         assert!(!is_mcp_tool_name("mcp__s"));
         assert!(!is_mcp_tool_name("Bash"));
+    }
+
+    /// Issue 25: the APIs refuse tool names over 64 characters.
+    #[test]
+    fn i25_1_long_names_are_shortened_to_64_deterministically_and_stay_unique() {
+        let exactly = format!("mcp__srv__{}", "t".repeat(54));
+        assert_eq!(exactly.len(), 64);
+        assert_eq!(tool_name("srv", &"t".repeat(54)), exactly);
+
+        let long_tool = "synchronize-all-customer-data-across-multiple-systems-now";
+        let a = tool_name("enterprise-database-management", long_tool);
+        assert_eq!(a.len(), 64, "{a}");
+        assert!(a.starts_with("mcp__enterprise-database-management__synchronize"));
+        assert!(is_mcp_tool_name(&a));
+        assert_eq!(a, tool_name("enterprise-database-management", long_tool));
+        // Two tools that differ only past the cut get different names.
+        let b = tool_name(
+            "enterprise-database-management",
+            "synchronize-all-customer-data-across-multiple-systems-later",
+        );
+        assert_ne!(a, b);
+        assert_eq!(a[..55], b[..55]);
+
+        // A server name too long for any tool keeps a readable start and its prefix
+        // is shared by all its tools.
+        let server = "a-very-long-server-name-from-a-marketplace-0123456789abcdef";
+        let prefix = server_prefix(server);
+        assert_eq!(prefix.len(), 5 + 32 + 2, "{prefix}");
+        assert!(prefix.starts_with("mcp__a-very-long-server-name_"));
+        let echo = tool_name(server, "echo");
+        assert_eq!(echo, format!("{prefix}echo"));
+        let long = tool_name(server, &"x".repeat(80));
+        assert!(long.starts_with(&prefix) && long.len() == 64, "{long}");
+        assert!(is_mcp_tool_name(&long));
+        for name in [&a, &b, &echo, &long] {
+            assert!(
+                name.bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-'),
+                "{name}"
+            );
+        }
     }
 }
