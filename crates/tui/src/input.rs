@@ -6,7 +6,10 @@
 //! and the history records the prompt as shown with the pastes alongside (the reference
 //! agent's `history.jsonl` shape, through `strata_session::history`).
 //!
-//! Pure data: no terminal, no I/O; the app feeds it keys and renders it.
+//! Pure data: no terminal, no I/O; the app feeds it keys and renders it. The readline
+//! keys (kills, yank, word motion) are `input/edit.rs`.
+
+mod edit;
 
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
@@ -67,6 +70,8 @@ pub struct PromptInput {
     browsing: Option<usize>,
     /// The draft kept while browsing the history, with its pastes.
     draft: HistoryItem,
+    /// The last kill, for Ctrl-Y.
+    kill: edit::Kill,
 }
 
 impl PromptInput {
@@ -92,6 +97,11 @@ impl PromptInput {
     /// The cursor's byte offset in [`PromptInput::text`].
     pub fn cursor(&self) -> usize {
         self.cursor
+    }
+
+    /// Whether an earlier prompt is shown (Up/Down walk the history).
+    pub fn is_browsing(&self) -> bool {
+        self.browsing.is_some()
     }
 
     /// The earlier prompts, newest first (Ctrl-R searches them).
@@ -238,22 +248,37 @@ impl PromptInput {
             .map(|p| p.id)
     }
 
-    /// Deletes the character under the cursor.
+    /// Deletes the character under the cursor (a whole chip when the cursor is at its
+    /// start).
     pub fn delete(&mut self) {
+        if let Some(chip) = self.chip_starting_at(self.cursor) {
+            let chip_text = self.text[chip.clone()].to_owned();
+            if let Some(p) = self.paste_at(&chip_text) {
+                self.pastes.retain(|x| x.id != p);
+            }
+            self.text.replace_range(chip, "");
+            return;
+        }
         if self.cursor < self.text.len() {
             let next = next_boundary(&self.text, self.cursor);
             self.text.replace_range(self.cursor..next, "");
         }
     }
 
-    /// Cursor one character left.
+    /// Cursor one character left (over a whole chip).
     pub fn left(&mut self) {
-        self.cursor = prev_boundary(&self.text, self.cursor);
+        self.cursor = match self.chip_ending_at(self.cursor) {
+            Some(chip) => chip.start,
+            None => prev_boundary(&self.text, self.cursor),
+        };
     }
 
-    /// Cursor one character right.
+    /// Cursor one character right (over a whole chip).
     pub fn right(&mut self) {
-        self.cursor = next_boundary(&self.text, self.cursor);
+        self.cursor = match self.chip_starting_at(self.cursor) {
+            Some(chip) => chip.end,
+            None => next_boundary(&self.text, self.cursor),
+        };
     }
 
     /// Cursor to the start of its line.
@@ -324,7 +349,7 @@ impl PromptInput {
             .map_or(self.text.len(), |i| target_start + i);
         let line = &self.text[target_start..line_end];
         let offset: usize = line.chars().take(col).map(char::len_utf8).sum();
-        self.cursor = target_start + offset;
+        self.cursor = self.outside_chip(target_start + offset, true);
     }
 
     /// Clears the prompt (Ctrl-C). Returns whether there was anything to clear.

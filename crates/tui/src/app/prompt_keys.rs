@@ -1,7 +1,9 @@
 //! The prompt's keys: editing (the editor itself is `input.rs`), submitting, and the
 //! session keys that work from the prompt — Ctrl-C (clear, twice: exit), Ctrl-D, Esc
 //! (interrupt; twice on an empty prompt: rewind), Shift+Tab (the mode), Ctrl-O, Ctrl-L,
-//! Ctrl-Z, Ctrl-T, Ctrl-R, Ctrl-G, and ↓ on an empty prompt for the tasks panel.
+//! Ctrl-Z, Ctrl-T, Ctrl-R, Ctrl-G, and ↓ on an empty prompt for the tasks panel; the
+//! readline keys (Ctrl-U, Ctrl-K, Ctrl-W, Alt-Backspace, Alt-D, Ctrl-Y, Alt-B/F,
+//! Ctrl-←/→) edit the prompt.
 
 use std::time::Instant;
 
@@ -12,6 +14,7 @@ use super::{App, DOUBLE_PRESS, Request};
 impl App {
     /// A key for the prompt (no dialog, panel or overlay is open).
     pub(super) fn on_prompt_key(&mut self, key: KeyEvent, ctrl: bool) -> Request {
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
         match key.code {
             KeyCode::Char('c') if ctrl => {
                 let now = Instant::now();
@@ -64,6 +67,49 @@ impl App {
                 self.input.end();
                 Request::None
             }
+            // Readline's keys (`input/edit.rs`): kills, the yank, word motion. Alt
+            // arrives as the key with ALT, or as ESC then the key, which crossterm
+            // reads as the same.
+            KeyCode::Char('u') if ctrl => {
+                self.input.kill_to_line_start();
+                Request::None
+            }
+            KeyCode::Char('k') if ctrl => {
+                self.input.kill_to_line_end();
+                Request::None
+            }
+            KeyCode::Char('w') if ctrl => {
+                self.input.kill_word_before_to_blank();
+                Request::None
+            }
+            KeyCode::Char('y') if ctrl => {
+                self.input.yank();
+                Request::None
+            }
+            KeyCode::Backspace if alt => {
+                self.input.kill_word_before();
+                Request::None
+            }
+            KeyCode::Char('d') if alt => {
+                self.input.kill_word_after();
+                Request::None
+            }
+            KeyCode::Char('b') if alt => {
+                self.input.word_left();
+                Request::None
+            }
+            KeyCode::Char('f') if alt => {
+                self.input.word_right();
+                Request::None
+            }
+            KeyCode::Left if ctrl || alt => {
+                self.input.word_left();
+                Request::None
+            }
+            KeyCode::Right if ctrl || alt => {
+                self.input.word_right();
+                Request::None
+            }
             KeyCode::BackTab => {
                 self.cycle_mode();
                 Request::None
@@ -105,7 +151,8 @@ impl App {
                     None => Request::None,
                 }
             }
-            KeyCode::Char(c) if !ctrl => {
+            // Another Alt+letter is not text (a terminal's Meta key): it does nothing.
+            KeyCode::Char(c) if !ctrl && !alt => {
                 self.input.insert_char(c);
                 Request::None
             }
