@@ -187,12 +187,20 @@ pub(crate) async fn connect(
         }
         Err(_) => Err((
             ConnectFailure::Failed(format!(
-                "did not answer initialize within {} s",
-                timeout.as_secs_f32()
+                "did not answer initialize within {}",
+                startup_limit(timeout)
             )),
             stderr,
         )),
     }
+}
+
+/// The start-up limit in words for a failure status, saying how to change it.
+pub(crate) fn startup_limit(timeout: Duration) -> String {
+    format!(
+        "{} ms (MCP_TIMEOUT; set it higher for a server slow to start)",
+        timeout.as_millis()
+    )
 }
 
 /// What a connected server offers, in the app state's shapes.

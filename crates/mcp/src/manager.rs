@@ -331,11 +331,23 @@ impl McpManager {
             let failure = match def.config.expanded(&*options.env) {
                 Err(missing) => Some((ConnectFailure::Failed(missing.to_string()), None)),
                 Ok(config) => {
+                    // Start-up — connecting, `initialize` and the first listing — is
+                    // bounded as a whole, so a server is pending at most this long.
+                    let deadline = tokio::time::Instant::now() + options.connect_timeout;
                     match connect::connect(&config, &options.cwd, options.connect_timeout).await {
                         Err((failure, tail)) => Some((failure, tail.text())),
                         Ok(connection) => {
                             let peer = connection.running.peer().clone();
-                            match connect::list(name, &peer).await {
+                            let listed =
+                                tokio::time::timeout_at(deadline, connect::list(name, &peer))
+                                    .await
+                                    .unwrap_or_else(|_| {
+                                        Err(format!(
+                                            "did not list its tools within {}",
+                                            connect::startup_limit(options.connect_timeout)
+                                        ))
+                                    });
+                            match listed {
                                 Err(e) => {
                                     Some((ConnectFailure::Failed(e), connection.stderr.text()))
                                 }
@@ -428,6 +440,22 @@ impl McpManager {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let _ = self.wait_ready(&name, left).await;
         }
+    }
+
+    /// The servers still pending (connecting, or waiting to reconnect), in order.
+    pub fn pending(&self) -> Vec<SmolStr> {
+        self.slots()
+            .iter()
+            .filter(|(_, s)| *s.status.borrow() == McpConnectionStatus::Pending)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// How long a server may take to start (`MCP_TIMEOUT`): connecting, `initialize`
+    /// and the first listing. A turn waits at most this long for servers still
+    /// connecting.
+    pub fn startup_timeout(&self) -> Duration {
+        self.inner.options.connect_timeout
     }
 
     /// True when some server is still pending.

@@ -129,10 +129,20 @@ pub fn human_tokens(n: u64) -> String {
 
 const SPINNER: [&str; 6] = ["·", "✢", "✳", "✶", "✻", "✽"];
 
-/// The spinner line of a running turn.
-pub fn spinner(elapsed: Duration, tokens: u64, width: u16) -> Line<'static> {
+/// The spinner line of a running turn; `waiting_for`: the MCP server the turn waits
+/// for before its first request (still connecting), named instead of "Working".
+pub fn spinner(
+    elapsed: Duration,
+    tokens: u64,
+    waiting_for: Option<&str>,
+    width: u16,
+) -> Line<'static> {
     let frame = SPINNER[usize::try_from(elapsed.as_millis() / 120).unwrap_or(0) % SPINNER.len()];
-    let mut text = format!("{frame} Working… ({}s", elapsed.as_secs());
+    let label = match waiting_for {
+        Some(server) => format!("Waiting for MCP server {server}…"),
+        None => "Working…".to_owned(),
+    };
+    let mut text = format!("{frame} {label} ({}s", elapsed.as_secs());
     if tokens > 0 {
         text.push_str(&format!(" · ↓ {} tokens", human_tokens(tokens)));
     }
@@ -245,9 +255,18 @@ mod tests {
 
     #[test]
     fn spinner_shows_elapsed_time_and_tokens() {
-        let line = spinner(Duration::from_secs(12), 3400, 80).to_string();
+        let line = spinner(Duration::from_secs(12), 3400, None, 80).to_string();
         assert!(
-            line.contains("12s") && line.contains("3.4k tokens"),
+            line.contains("Working…") && line.contains("12s") && line.contains("3.4k tokens"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn i25_2_the_spinner_names_the_mcp_server_a_turn_waits_for() {
+        let line = spinner(Duration::from_secs(2), 0, Some("everything"), 80).to_string();
+        assert!(
+            line.contains("Waiting for MCP server everything…") && !line.contains("Working"),
             "{line}"
         );
     }

@@ -3,12 +3,17 @@
 //! `mcp` domain as the manager publishes them (the store is what `system/init`,
 //! `mcp_status` and a UI read), and their tools added to each turn's tool set.
 //!
-//! A turn that starts while some server is still connecting waits for it, at most
-//! [`READY_TIMEOUT`] (`MCP_READY_TIMEOUT` in milliseconds overrides it); a server not
-//! ready by then is simply absent from that turn's tools.
+//! A turn — headless, SDK or UI alike — that starts while some server is still
+//! connecting waits for it before its first request, at most the servers' start-up
+//! timeout (`MCP_TIMEOUT`, milliseconds; 30 s by default, the reference agent's
+//! variable and default), while the store's `mcp.turn_waits_for` names the server
+//! waited for (a UI's spinner shows it). A server not up by then has failed with its
+//! reason as its status, and the turn goes on without it. The tools are read again
+//! before every request of a turn, so a server that connects during a turn (a
+//! reconnect, `mcp_reconnect`, `initialize`'s servers) offers its tools from the next
+//! request on.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use smol_str::SmolStr;
@@ -21,16 +26,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::Inner;
 use crate::tools::ToolRegistry;
-
-/// How long a turn waits for servers still connecting, by default.
-pub(super) const READY_TIMEOUT: Duration = Duration::from_secs(10);
-
-fn ready_timeout() -> Duration {
-    std::env::var("MCP_READY_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(READY_TIMEOUT, Duration::from_millis)
-}
 
 /// Applies one server's view to the store: its client entry, and its tools, prompts
 /// and resources replacing the ones it had.
@@ -147,18 +142,33 @@ fn mentions<'a>(text: &'a str, servers: &[SmolStr]) -> Vec<(SmolStr, &'a str)> {
         .collect()
 }
 
-/// Which configured servers `text` names: `mcp__<server>` (a tool or a prompt command)
-/// or an `@server:` mention. Those are the servers a turn waits for.
-fn named_servers(text: &str, servers: &[SmolStr]) -> Vec<SmolStr> {
-    servers
-        .iter()
-        .filter(|s| {
-            text.contains(&strata_mcp::naming::server_prefix(s))
-                || text.contains(&format!("mcp__{}", strata_mcp::naming::normalize(s)))
-                || text.contains(&format!("@{s}:"))
-        })
-        .cloned()
-        .collect()
+/// Whether `tool` is one of an MCP server's (`mcp__<server>__<tool>`; no built-in tool
+/// is named so).
+fn is_mcp_tool(tool: &dyn crate::tools::Tool) -> bool {
+    tool.name().starts_with("mcp__")
+}
+
+/// Clears the store's `mcp.turn_waits_for` when a turn's wait ends, however it ends.
+struct WaitShown<'a>(&'a Store<AppState>);
+
+impl WaitShown<'_> {
+    fn show(&self, server: &SmolStr) {
+        let _ = self.0.update(|s| {
+            if s.mcp.turn_waits_for.as_ref() != Some(server) {
+                s.mcp.turn_waits_for = Some(server.clone());
+            }
+        });
+    }
+}
+
+impl Drop for WaitShown<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.update(|s| {
+            if s.mcp.turn_waits_for.is_some() {
+                s.mcp.turn_waits_for = None;
+            }
+        });
+    }
 }
 
 /// The user's answer about a project server of `.mcp.json` (the UI's approval dialog,
@@ -246,46 +256,82 @@ impl super::Engine {
 }
 
 impl Inner {
-    /// Waits for the servers `text` names that are still connecting, at most
-    /// [`READY_TIMEOUT`] in all.
-    async fn wait_named(&self, text: &str, servers: &[SmolStr]) {
-        let deadline = tokio::time::Instant::now() + ready_timeout();
-        for server in named_servers(text, servers) {
+    /// Waits until no server is still connecting, at most the servers' start-up timeout
+    /// (`MCP_TIMEOUT`) in all, or until `cancel` fires. While it waits, the store's
+    /// `mcp.turn_waits_for` names the server waited for.
+    pub(super) async fn wait_for_servers(&self, cancel: &CancellationToken) {
+        if !self.mcp.any_pending() {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + self.mcp.startup_timeout();
+        let shown = WaitShown(&self.store);
+        // One server at a time, the first still pending: a server that comes up (or
+        // fails) while another is waited for is not waited for again.
+        while let Some(server) = self.mcp.pending().into_iter().next() {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let _ = self.mcp.wait_ready(&server, left).await;
+            if left.is_zero() {
+                tracing::warn!(
+                    servers = ?self.mcp.pending(),
+                    "MCP servers still connecting after the start-up timeout; the turn goes on without them"
+                );
+                break;
+            }
+            shown.show(&server);
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                _ = self.mcp.wait_ready(&server, left) => {}
+            }
         }
     }
 
-    /// The tools of this turn: the session's, and the MCP tools of the servers connected
-    /// now. Servers still connecting are not waited for (the first prompt is not delayed
-    /// by their start-up), except those the prompt names (`mcp__server…`,
-    /// `@server:uri`), which get [`READY_TIMEOUT`] (`MCP_READY_TIMEOUT`, ms). A call of a
-    /// tool of a server that is reconnecting waits for it in the manager. A tool a
-    /// whole-tool deny rule names is left out, as for the built-in tools.
-    pub(super) async fn turn_tools(&self, prompt: &Message, meta: &[Message]) -> ToolRegistry {
-        let servers = self.mcp.names();
-        if servers.is_empty() {
-            return self.tools.clone();
-        }
-        // A custom command's prompt is only its tag; what it asks for is in the expanded
-        // text recorded as its meta child, so a server named there is waited for too.
-        let mut text = prompt_text(prompt);
-        for message in meta {
-            text.push('\n');
-            text.push_str(&prompt_text(message));
-        }
-        self.wait_named(&text, &servers).await;
+    /// The session's tools (those of `base` that are not an MCP server's) and the MCP
+    /// tools of the servers connected now. A tool a whole-tool deny rule names is left
+    /// out, as for the built-in tools.
+    fn with_mcp_tools_now(&self, base: &ToolRegistry) -> ToolRegistry {
         let state = self.store.get();
         let ctx = &state.tool_permission_context;
-        let mut tools = self.tools.tools().to_vec();
+        let mut tools: Vec<_> = base
+            .tools()
+            .iter()
+            .filter(|t| !is_mcp_tool(t.as_ref()))
+            .cloned()
+            .collect();
+        let session = ToolRegistry::new(tools.clone());
         tools.extend(
             crate::tools::mcp::tools_of(&self.mcp)
                 .into_iter()
-                .filter(|t| {
-                    !ctx.denies_tool_entirely(t.name()) && self.tools.get(t.name()).is_none()
-                }),
+                .filter(|t| !ctx.denies_tool_entirely(t.name()) && session.get(t.name()).is_none()),
         );
         ToolRegistry::new(tools)
+    }
+
+    /// The tools of this turn: the session's, and the MCP tools of the servers connected
+    /// once those still connecting have been waited for ([`Self::wait_for_servers`]). A
+    /// call of a tool of a server that is reconnecting waits for it in the manager.
+    pub(super) async fn turn_tools(&self, cancel: &CancellationToken) -> ToolRegistry {
+        if self.mcp.names().is_empty() {
+            return self.tools.clone();
+        }
+        self.wait_for_servers(cancel).await;
+        self.with_mcp_tools_now(&self.tools)
+    }
+
+    /// The tools for a turn's next request when its MCP tools changed since `turn` was
+    /// made (a server connected, dropped or was toggled); `None` keeps `turn`. The
+    /// session's own tools are `turn`'s, never widened.
+    pub(super) fn tools_now(&self, turn: &ToolRegistry) -> Option<ToolRegistry> {
+        if self.mcp.names().is_empty() {
+            return None;
+        }
+        let now = self.with_mcp_tools_now(turn);
+        let mcp_names = |r: &ToolRegistry| -> Vec<&'static str> {
+            r.tools()
+                .iter()
+                .filter(|t| is_mcp_tool(t.as_ref()))
+                .map(|t| t.name())
+                .collect()
+        };
+        (mcp_names(&now) != mcp_names(turn)).then_some(now)
     }
 
     /// The prompt as sent to the model: a `/mcp__server__prompt args…` command replaced
@@ -302,7 +348,9 @@ impl Inner {
             return prompt;
         }
         let text = prompt_text(&prompt);
-        self.wait_named(&text, &servers).await;
+        // A `/mcp__server__prompt` command or an `@server:uri` mention needs its server:
+        // the turn's wait comes first.
+        self.wait_for_servers(cancel).await;
         let mut blocks: Vec<ContentBlock> = match &prompt.content {
             MessageContent::Text(t) => vec![ContentBlock::text(t.clone())],
             MessageContent::Blocks(b) => b.clone(),
@@ -371,14 +419,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mentions_and_named_servers_are_found_in_a_prompt() {
+    fn mentions_of_configured_servers_are_found_in_a_prompt() {
         let servers = [SmolStr::new("everything"), SmolStr::new("fs")];
         let text = "look at @everything:demo://resource/1 and @other:x then mcp__fs__read";
         assert_eq!(
             mentions(text, &servers),
             vec![(SmolStr::new("everything"), "demo://resource/1")]
         );
-        assert_eq!(named_servers(text, &servers), servers.to_vec());
-        assert!(named_servers("just say hi", &servers).is_empty());
+        assert!(mentions("just say hi", &servers).is_empty());
     }
 }

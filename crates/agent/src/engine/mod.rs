@@ -408,7 +408,7 @@ impl Engine {
         let _running = TurnSignal::start(self.inner.sdk.transcript_mirror.clone());
         let (prompt, meta, command_turn) = self.inner.expand_custom_command(prompt, &cancel).await;
         let prompt = self.inner.expand_mcp_prompt(prompt, &cancel).await;
-        let tools = self.inner.turn_tools(&prompt, &meta).await;
+        let tools = self.inner.turn_tools(&cancel).await;
         let agent = self.inner.root_agent(&cancel);
         let turn = self.inner.turn_context(&tools, &agent);
         // `/compact [instructions]` is a slash prompt in every mode (headless and
@@ -743,6 +743,10 @@ impl TurnHost for Inner {
 
     fn model(&self) -> String {
         Inner::model(self)
+    }
+
+    fn tools_now(&self, turn: &ToolRegistry) -> Option<ToolRegistry> {
+        Inner::tools_now(self, turn)
     }
 }
 

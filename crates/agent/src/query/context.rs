@@ -30,6 +30,11 @@ pub(crate) trait TurnHost: Send + Sync {
     fn apply_permission_updates(&self, updates: &[Value]);
     /// The model of the next request.
     fn model(&self) -> String;
+    /// The tools of the next request when they changed since the turn's `turn` set was
+    /// made (an MCP server connected or went away); `None` keeps `turn`.
+    fn tools_now(&self, _turn: &ToolRegistry) -> Option<ToolRegistry> {
+        None
+    }
 }
 
 /// What one turn needs: the store (the conversation and everything a UI reads), the

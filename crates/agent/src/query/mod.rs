@@ -320,6 +320,17 @@ async fn turn(
             return Ok(Outcome::MaxBudget);
         }
         run.num_turns += 1;
+        // The tools are read again for each request: an MCP server that connected since
+        // the turn began offers its tools (and its calls are found) from here on.
+        let refreshed = inner.host.tools_now(inner.tools);
+        let step;
+        let inner = match &refreshed {
+            Some(tools) => {
+                step = TurnContext { tools, ..*inner };
+                &step
+            }
+            None => inner,
+        };
 
         deliver_notifications(inner)?;
         compact::maybe_auto_compact(inner, cancel, run).await;

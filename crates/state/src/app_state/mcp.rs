@@ -29,6 +29,9 @@ pub struct McpState {
     /// Bumped to ask the MCP runtime to reconnect every server (after `/mcp` edits or a
     /// plugin reload); the runtime watches it through a selection.
     pub reconnect_generation: u64,
+    /// The server a turn is waiting for before its first request (it is still
+    /// connecting); a UI's spinner names it. `None` while no turn waits.
+    pub turn_waits_for: Option<SmolStr>,
 }
 
 impl McpState {

@@ -45,7 +45,13 @@ impl App {
         }
         if let Some(t) = &self.turn {
             lines.push(Line::from(""));
-            lines.push(view::spinner(now - t.started, t.tokens, width));
+            let waiting = self.engine.store().with(|s| s.mcp.turn_waits_for.clone());
+            lines.push(view::spinner(
+                now - t.started,
+                t.tokens,
+                waiting.as_deref(),
+                width,
+            ));
         }
         if self.show_todos {
             lines.push(Line::from(""));

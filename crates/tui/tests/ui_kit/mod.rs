@@ -98,6 +98,8 @@ pub struct Launch {
     pub width: u16,
     /// The directory the project (`proj`) and config (`cfg`) are made in.
     pub dir: Option<tempfile::TempDir>,
+    /// `--mcp-config` values (JSON or files).
+    pub mcp_config: Vec<String>,
 }
 
 impl Launch {
@@ -109,7 +111,14 @@ impl Launch {
             allow_bypass: false,
             width: 80,
             dir: None,
+            mcp_config: Vec::new(),
         }
+    }
+
+    /// Adds an `--mcp-config` value.
+    pub fn mcp_config(mut self, config: String) -> Self {
+        self.mcp_config.push(config);
+        self
     }
 
     pub fn mode(mut self, mode: PermissionMode) -> Self {
@@ -174,7 +183,7 @@ impl Launch {
             events: Arc::new(UiEvents::new(tx.clone())),
             system_prompt: None,
             append_system_prompt: None,
-            mcp_config: Vec::new(),
+            mcp_config: self.mcp_config,
             strict_mcp_config: true,
             max_thinking_tokens: None,
             sdk: Default::default(),
