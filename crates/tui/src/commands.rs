@@ -3,32 +3,145 @@
 
 use crate::app::{App, Request};
 
-/// The commands and what they do, for `/help`.
-const HELP: &str = "\
-/help              this list
-/clear             start a new session (this one stays resumable)
-/resume [id]       resume an earlier session (a picker without an id)
-/rewind            go back to before a prompt (also Esc Esc): code, conversation or both
-/model [name]      pick or set the model (persisted to user settings)
-/permissions       the permission rules by source; add or remove one
-/add-dir <path>    let the tools work in another directory (this session)
-/config            verbose output, model, permission mode, todo list
-/memory            the memory files (CLAUDE.md …); open one in $EDITOR
-/output-style [name]  list the output styles, or pick one (saved to local settings)
-/cost              the cost of this session so far
-/context           how full the context window is, by part (and the memory files)
-/compact [notes]   summarise the conversation to free the context (notes: what to keep)
-/mcp               the MCP servers: status, reconnect, enable or disable
-/tasks             background shells and agents: view, stop (x), dismiss (d); also ↓
-/agents            the agent types (built-in, .strata/agents, .claude/agents)
-/status            session id, model, permission mode, working directory
-/export <file>     write the conversation as markdown to <file>
-/exit              leave strata (also Ctrl-D, or Ctrl-C twice)
+/// A command the UI itself runs: what `/help` lists and the command menu offers, from
+/// this one list so the two never disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Builtin {
+    /// The name, without the slash.
+    pub name: &'static str,
+    /// The argument as `/help` shows it: `<x>` required, `[x]` optional, empty for none.
+    pub args: &'static str,
+    /// What it does, in a few words.
+    pub description: &'static str,
+}
+
+impl Builtin {
+    /// Whether it cannot run without an argument (its hint is `<…>`).
+    pub fn needs_argument(&self) -> bool {
+        self.args.starts_with('<')
+    }
+}
+
+const fn builtin(name: &'static str, args: &'static str, description: &'static str) -> Builtin {
+    Builtin {
+        name,
+        args,
+        description,
+    }
+}
+
+/// The UI's commands, in `/help`'s order.
+pub const BUILTINS: &[Builtin] = &[
+    builtin("help", "", "this list"),
+    builtin(
+        "clear",
+        "",
+        "start a new session (this one stays resumable)",
+    ),
+    builtin(
+        "resume",
+        "[id]",
+        "resume an earlier session (a picker without an id)",
+    ),
+    builtin(
+        "rewind",
+        "",
+        "go back to before a prompt (also Esc Esc): code, conversation or both",
+    ),
+    builtin(
+        "model",
+        "[name]",
+        "pick or set the model (persisted to user settings)",
+    ),
+    builtin(
+        "permissions",
+        "",
+        "the permission rules by source; add or remove one",
+    ),
+    builtin(
+        "add-dir",
+        "<path>",
+        "let the tools work in another directory (this session)",
+    ),
+    builtin(
+        "config",
+        "",
+        "verbose output, model, permission mode, todo list",
+    ),
+    builtin(
+        "memory",
+        "",
+        "the memory files (CLAUDE.md …); open one in $EDITOR",
+    ),
+    builtin(
+        "output-style",
+        "[name]",
+        "list the output styles, or pick one (saved to local settings)",
+    ),
+    builtin("cost", "", "the cost of this session so far"),
+    builtin(
+        "context",
+        "",
+        "how full the context window is, by part (and the memory files)",
+    ),
+    builtin(
+        "compact",
+        "[notes]",
+        "summarise the conversation to free the context (notes: what to keep)",
+    ),
+    builtin(
+        "mcp",
+        "",
+        "the MCP servers: status, reconnect, enable or disable",
+    ),
+    builtin(
+        "tasks",
+        "",
+        "background shells and agents: view, stop (x), dismiss (d); also ↓",
+    ),
+    builtin(
+        "agents",
+        "",
+        "the agent types (built-in, .strata/agents, .claude/agents)",
+    ),
+    builtin(
+        "status",
+        "",
+        "session id, model, permission mode, working directory",
+    ),
+    builtin(
+        "export",
+        "<file>",
+        "write the conversation as markdown to <file>",
+    ),
+    builtin("exit", "", "leave strata (also Ctrl-D, or Ctrl-C twice)"),
+];
+
+/// The keys, for `/help` after the commands.
+const KEYS: &str = "\
 Keys: Enter send · Shift+Enter, \\+Enter or Ctrl-J new line · Shift+Tab permission mode
       Esc interrupt · Esc Esc rewind · Ctrl-R history search · Ctrl-G $EDITOR
       Ctrl-O transcript · Ctrl-T todos · Ctrl-L clear screen · Ctrl-Z suspend
+      Ctrl-A/E line start/end · Ctrl-U/K kill to line start/end · Ctrl-W, Alt-Backspace
+      kill word back · Alt-D kill word · Ctrl-Y yank · Alt-B/F, Ctrl-←/→ word left/right
       ↓ on an empty prompt: the background tasks (when any run)
+      / opens the command menu (↑↓ choose · Tab complete · Enter run · Esc close)
       @path completes a file (Tab) · !command runs a shell command";
+
+/// `/help`'s list of the UI's commands and keys (custom commands follow it).
+pub fn help_text() -> String {
+    let mut out = String::new();
+    for b in BUILTINS {
+        let usage = if b.args.is_empty() {
+            format!("/{}", b.name)
+        } else {
+            format!("/{} {}", b.name, b.args)
+        };
+        out.push_str(&format!("{usage:<18} {}\n", b.description));
+    }
+    out.push_str(KEYS);
+    out
+}
 
 /// Runs `/command` (without the slash).
 pub fn run(app: &mut App, command: &str) -> Request {
@@ -38,8 +151,8 @@ pub fn run(app: &mut App, command: &str) -> Request {
     let arg = arg.trim();
     match name {
         "help" | "?" => {
-            let custom = custom_help(app.engine().custom_commands());
-            app.notify(&format!("{HELP}{custom}"));
+            let custom = custom_help(&app.engine().slash_command_entries());
+            app.notify(&format!("{}{custom}", help_text()));
         }
         "exit" | "quit" => return Request::Exit,
         "cost" => {
@@ -58,7 +171,7 @@ pub fn run(app: &mut App, command: &str) -> Request {
         "config" | "settings" => app.open_config(),
         "memory" => app.open_memory(),
         "output-style" => {
-            let text = output_style(app.engine(), arg);
+            let text = output_style(app.engine().session_prompt(), arg);
             app.notify(&text);
         }
         "status" => {
@@ -86,8 +199,7 @@ pub fn run(app: &mut App, command: &str) -> Request {
 /// `/output-style [name]`: without a name, the styles (the one in force marked) and how
 /// to pick one; with one, the style for the rest of the session, saved to strata's local
 /// settings.
-fn output_style(engine: &strata_agent::engine::Engine, name: &str) -> String {
-    let prompt = engine.session_prompt();
+fn output_style(prompt: &strata_agent::prompt::SessionPrompt, name: &str) -> String {
     if name.is_empty() {
         let current = prompt.output_style_name();
         let (styles, warnings) = prompt.output_styles();
@@ -209,15 +321,16 @@ fn context_report(usage: &serde_json::Value) -> String {
     out
 }
 
-/// The user's custom commands for `/help`: name, argument hint, description and where
-/// the file is (project or user); empty without any.
-fn custom_help(catalog: &strata_agent::commands::CommandCatalog) -> String {
+/// The user's own commands for `/help` (command files, skills, MCP prompts: the
+/// engine's one list): name, argument hint, description and where each comes from;
+/// empty without any.
+fn custom_help(entries: &[strata_agent::commands::SlashCommandEntry]) -> String {
     let mut out = String::new();
-    if catalog.commands().is_empty() {
+    if entries.is_empty() {
         return out;
     }
-    out.push_str("\nCustom commands:");
-    for c in catalog.commands() {
+    out.push_str("\nCustom commands and skills:");
+    for c in entries {
         let usage = match &c.argument_hint {
             Some(hint) => format!("/{} {hint}", c.name),
             None => format!("/{}", c.name),
@@ -225,7 +338,7 @@ fn custom_help(catalog: &strata_agent::commands::CommandCatalog) -> String {
         out.push_str(&format!(
             "\n{usage:<18} {} ({})",
             c.description,
-            c.scope.as_str()
+            c.source.label()
         ));
     }
     out
@@ -278,6 +391,31 @@ mod report_tests {
             "{text}"
         );
         assert!(text.contains("/p/CLAUDE.md (40 tokens)"), "{text}");
+    }
+
+    #[test]
+    fn i25_3_output_style_lists_the_styles_and_picks_one_saved_to_local_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, config) = (dir.path().join("proj"), dir.path().join("cfg"));
+        std::fs::create_dir_all(&root).unwrap();
+        let prompt =
+            strata_agent::prompt::SessionPrompt::gather(&root, &root, &config, vec![], None, None);
+        let list = output_style(&prompt, "");
+        assert!(list.contains("● default"), "{list}");
+        assert!(
+            list.contains("  Explanatory — ") && list.contains("  Learning — "),
+            "{list}"
+        );
+        let picked = output_style(&prompt, "explanatory");
+        assert!(
+            picked.starts_with("Output style set to Explanatory"),
+            "{picked}"
+        );
+        assert!(output_style(&prompt, "").contains("● Explanatory"));
+        let local = std::fs::read_to_string(root.join(".strata/settings.local.json")).unwrap();
+        assert!(local.contains(r#""outputStyle": "Explanatory""#), "{local}");
+        let unknown = output_style(&prompt, "nope");
+        assert!(unknown.starts_with("Output style not changed"), "{unknown}");
     }
 
     #[test]
