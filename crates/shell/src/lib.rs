@@ -9,13 +9,21 @@
 //! - [`settings`]: the `sandbox` settings block in the reference agent's key names.
 //! - [`policy`]: the resolved rules as plain paths and predicates.
 //! - [`plan`]: those rules as Landlock rules and read-only bind mounts.
+//! - `sandbox`: preparing them for one command and [`check`]ing what the machine supports;
+//!   `child` is what runs between fork and exec.
 //!
 //! Linux only: on other systems [`policy`] and [`plan`] still build, the sandbox reports
 //! itself unavailable.
 
+#[cfg(target_os = "linux")]
+mod child;
 pub mod plan;
 pub mod policy;
+#[cfg(target_os = "linux")]
+pub mod sandbox;
 pub mod settings;
 
 pub use policy::{NetworkPolicy, PolicyContext, PolicyError, SandboxPolicy, UnixSockets};
+#[cfg(target_os = "linux")]
+pub use sandbox::{PreparedSandbox, Sandbox, SandboxError, Support, check};
 pub use settings::SandboxSettings;
