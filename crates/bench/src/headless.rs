@@ -6,6 +6,7 @@
 //! cargo build --release -p strata -p strata-bench
 //! target/release/strata-bench headless                 # both lines below
 //! target/release/strata-bench headless --only startup  # or --only startup-git, resume
+//! target/release/strata-bench headless --only resume --shape live   # one resumed session
 //! ```
 //!
 //! Prints one JSON object per line:
@@ -26,7 +27,11 @@
 //!   less than the wall times), `peak_rss_mb` the child's peak resident memory (median;
 //!   `max_peak_rss_mb` the largest of the runs), and the size of the request. Targets
 //!   (issue 10): the whole process ≤ 300 ms and peak RSS ≤ 120 MB (the reference agent:
-//!   ~2.7 s and 770 MB).
+//!   ~2.7 s and 770 MB). `shape` says which session: `realistic` (the sessions
+//!   workload's, with the real corpus's proportions: most bytes are tool outputs kept
+//!   twice, progress lines and snapshots, which resume skims) and `live` (issue 25: no
+//!   compact boundary and nothing but the conversation, so nearly every byte goes into
+//!   the request; the same targets). `--shape realistic|live` runs one of them.
 //!
 //! What is measured: the real release `strata` binary (found next to this one) is spawned
 //! against a model server on 127.0.0.1 that this process runs; the clock starts just
@@ -60,6 +65,8 @@ const RESUME_RUNS: usize = 5;
 /// What the resumed session is asked (issue 10's command: `strata -p --resume <id> continue`).
 const RESUME_PROMPT: &str = "continue";
 const RESUME_MB: u64 = 100;
+/// The sessions resumed: see the module docs.
+const RESUME_SHAPES: [&str; 2] = ["realistic", "live"];
 /// A run that takes longer than this is stuck.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
@@ -85,7 +92,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             startup_git(&strata, &server, &work)?;
         }
         if only.is_none_or(|o| o == "resume") {
-            resume(&strata, &server, &work, resume_runs)?;
+            for shape in RESUME_SHAPES {
+                if flag(args, "--shape").is_none_or(|s| s == shape) {
+                    resume(&strata, &server, &work, resume_runs, shape)?;
+                }
+            }
         }
         Ok(())
     })();
@@ -207,11 +218,17 @@ fn startup_in(
     Ok(())
 }
 
-fn resume(strata: &Path, server: &Server, work: &Path, count: usize) -> anyhow::Result<()> {
-    let project = work.join("resume-project");
+fn resume(
+    strata: &Path,
+    server: &Server,
+    work: &Path,
+    count: usize,
+    shape: &str,
+) -> anyhow::Result<()> {
+    let project = work.join(format!("resume-{shape}-project"));
     std::fs::create_dir_all(project.join(".git"))?;
-    let config = work.join("resume-config");
-    let path = generate(&config, &project)?;
+    let config = work.join(format!("resume-{shape}-config"));
+    let path = generate_shape(&config, &project, shape)?;
     let id = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -248,6 +265,7 @@ fn resume(strata: &Path, server: &Server, work: &Path, count: usize) -> anyhow::
         "{}",
         json!({
             "workload": "resume",
+            "shape": shape,
             "mb": RESUME_MB,
             "ms": round2(ms[ms.len() / 2]),
             "process_ms": median_of(|r| Some(r.exit_ms)).map(round2),
@@ -265,17 +283,24 @@ fn resume(strata: &Path, server: &Server, work: &Path, count: usize) -> anyhow::
             "request_mb": round1(runs[0].request_mb),
         })
     );
+    // 100 MB each: not kept once measured.
+    let _ = std::fs::remove_dir_all(&config);
     Ok(())
 }
 
 /// Generates the session with the sessions workload's generator (this binary, run in the
 /// project so the session belongs to it); returns its path.
 pub(crate) fn generate(config: &Path, project: &Path) -> anyhow::Result<PathBuf> {
+    generate_shape(config, project, "realistic")
+}
+
+/// [`generate`] of a `shape` (`realistic` or `live`: see the module docs).
+fn generate_shape(config: &Path, project: &Path, shape: &str) -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe()?;
     let output = Command::new(me)
         .args(["sessions", "--generate"])
         .arg(config)
-        .args(["--mb", &RESUME_MB.to_string()])
+        .args(["--mb", &RESUME_MB.to_string(), "--shape", shape])
         .current_dir(project)
         .stderr(Stdio::inherit())
         .output()

@@ -8,6 +8,7 @@
 //! cargo run --release -p strata-bench -- sessions    # resume, list, append
 //! cargo build --release -p strata && cargo run --release -p strata-bench -- headless  # strata -p start-up and resume
 //! cargo build --release -p strata && cargo run --release -p strata-bench -- tui       # the interactive UI (issue 12)
+//! strata-bench tui --only launch [--codex PATH]     # launch → echo in tmux, beside Codex (issue 25)
 //! cargo run --release -p strata-bench -- remote      # a turn while 100,000 entries go to NATS (issue 17)
 //! ```
 //!
@@ -25,6 +26,7 @@ mod sessions_append;
 mod store;
 mod tasks;
 mod tui;
+mod tui_launch;
 
 use std::process::ExitCode;
 

@@ -5,6 +5,7 @@
 //! cargo run --release -p strata-bench -- sessions                 # every line below
 //! strata-bench sessions --only resume|list|append                # one part
 //! strata-bench sessions --generate <config dir> --mb 100          # one transcript to try the CLI on
+//! strata-bench sessions --generate <config dir> --mb 100 --shape live   # all of it conversation
 //! ```
 //!
 //! Prints one JSON object per line:
@@ -25,7 +26,10 @@
 //! into one line per block (thinking with signature, text, parallel tool calls),
 //! progress lines, tool results carrying both the model's text and the structured
 //! `toolUseResult`, snapshot updates when files are edited, a `turn_duration` line; and
-//! every fiftieth turn a dead branch left by a rewind.
+//! every fiftieth turn a dead branch left by a rewind. `--shape live` writes the worst
+//! case for memory instead: no compact boundary and nothing but the conversation — no
+//! progress, snapshots or dead branches, and tool results without the structured copy of
+//! their output — so nearly every byte of the file is sent to the model on resume.
 
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
@@ -60,9 +64,14 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             .unwrap_or("10")
             .parse()
             .context("--mb needs a number of megabytes")?;
+        let outputs = match flag(args, "--shape") {
+            None | Some("realistic") => Outputs::Realistic,
+            Some("live") => Outputs::Live,
+            Some(other) => bail!("--shape is realistic or live, not {other:?}"),
+        };
         let cwd = std::env::current_dir()?;
         let root = strata_config::paths::project_root(&cwd);
-        let path = generate_into_config(Path::new(dir), &root, mb)?;
+        let path = generate_into_config(Path::new(dir), &root, mb, outputs)?;
         println!("{}", json!({"generated": path, "mb": mb, "project": root}));
         return Ok(());
     }
@@ -91,7 +100,7 @@ fn measure_all(work: &Path, only: Option<&str>) -> anyhow::Result<()> {
     let resume = only.is_none_or(|o| o == "resume");
     for mb in [10, 100].into_iter().filter(|_| resume) {
         let cfg = work.join(format!("resume-{mb}"));
-        let path = generate_into_config(&cfg, root, mb)?;
+        let path = generate_into_config(&cfg, root, mb, Outputs::Realistic)?;
         let size = std::fs::metadata(&path)?.len() as f64 / (1024.0 * 1024.0);
         let mut runs: Vec<Value> = (0..RUNS)
             .map(|_| child(&[RESUME_CHILD, path_str(&path)?]))
@@ -262,7 +271,12 @@ fn list_child(config: &str, project: &str) -> anyhow::Result<()> {
 
 /// Writes a transcript of about `mb` megabytes into a config directory's layout for the
 /// project at `root`; returns its path.
-fn generate_into_config(config: &Path, root: &Path, mb: u64) -> anyhow::Result<PathBuf> {
+fn generate_into_config(
+    config: &Path,
+    root: &Path,
+    mb: u64,
+    outputs: Outputs,
+) -> anyhow::Result<PathBuf> {
     let dir = strata_config::paths::project_sessions_dir(config, root);
     std::fs::create_dir_all(&dir)?;
     let mut rng = Rng(0xC0FFEE ^ mb);
@@ -274,7 +288,7 @@ fn generate_into_config(config: &Path, root: &Path, mb: u64) -> anyhow::Result<P
         &id,
         &cwd,
         Size::Bytes(mb * 1024 * 1024),
-        Outputs::Realistic,
+        outputs,
         &mut rng,
     )?;
     Ok(path)
@@ -292,6 +306,10 @@ enum Outputs {
     Realistic,
     /// Short outputs, for many small sessions.
     Small,
+    /// Realistic outputs, and nothing but the conversation: no progress lines, file
+    /// snapshots or dead branches, no structured copy of a tool's output. Every line is
+    /// live and nearly every byte is sent to the model on resume.
+    Live,
 }
 
 /// A deterministic xorshift generator: the same transcripts on every run.
@@ -465,7 +483,9 @@ impl Gen<'_> {
 
     fn user_prompt(&mut self, parent: Option<&str>) -> anyhow::Result<String> {
         let id = uuid(self.rng);
-        self.snapshot(&id, false)?;
+        if self.outputs != Outputs::Live {
+            self.snapshot(&id, false)?;
+        }
         let len = 60 + self.rng.below(400) as usize;
         let prompt = text(self.rng, len);
         let head = self.head(parent);
@@ -520,11 +540,13 @@ impl Gen<'_> {
     fn result(&mut self, parent: &str, tool: &str, name: &str) -> anyhow::Result<String> {
         let id = uuid(self.rng);
         let len = match self.outputs {
-            Outputs::Realistic => 500 + self.rng.below(11_500) as usize,
+            Outputs::Realistic | Outputs::Live => 500 + self.rng.below(11_500) as usize,
             Outputs::Small => 100 + self.rng.below(600) as usize,
         };
         let output = text(self.rng, len);
-        let structured = if name == "Edit" {
+        let structured = if self.outputs == Outputs::Live {
+            r#"{"interrupted":false,"isImage":false}"#.to_owned()
+        } else if name == "Edit" {
             // The reference keeps the whole original file and the patch for the UI.
             let len = 2 * len + self.rng.below(4000) as usize;
             let original = text(self.rng, len);
@@ -618,7 +640,8 @@ impl Gen<'_> {
             // Each tool reports progress and its result hangs off its own tool-use line;
             // the conversation continues from the last result (the reference's shape for
             // parallel calls: earlier results hang off the walked chain).
-            for (use_line, tool, _) in &calls {
+            let live = self.outputs == Outputs::Live;
+            for (use_line, tool, _) in calls.iter().filter(|_| !live) {
                 let mut p = self.progress(use_line, tool)?;
                 for _ in 0..3 {
                     p = self.progress(&p, tool)?;
@@ -626,7 +649,7 @@ impl Gen<'_> {
             }
             for (use_line, tool, name) in &calls {
                 last = self.result(use_line, tool, name)?;
-                if *name == "Edit" {
+                if *name == "Edit" && self.outputs != Outputs::Live {
                     // Sessions track a few dozen files; later edits bump their versions.
                     let n = self.files.len();
                     if n < 24 {
@@ -692,7 +715,7 @@ fn write_transcript(
         if done {
             break;
         }
-        if turn % 50 == 49 {
+        if turn % 50 == 49 && outputs != Outputs::Live {
             // A rewind: this turn is abandoned and the next one starts from the same point,
             // later in time, so the old branch is dead.
             g.turn(last.as_deref())?;
@@ -701,7 +724,7 @@ fn write_transcript(
         turn += 1;
     }
     g.out.flush()?;
-    if outputs == Outputs::Realistic {
+    if outputs != Outputs::Small {
         // On disk before it is measured, so the kernel's writeback of a freshly written
         // 100 MB file does not compete with the resume being timed.
         g.out.get_ref().sync_all()?;

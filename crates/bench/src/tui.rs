@@ -9,8 +9,12 @@
 //!   store updates nothing on screen selects, and a 1 MB answer streamed in 10,000
 //!   deltas (frames per second at most, the text exact at the end).
 //!
+//! And, in a tmux pane, launch → a key typed at once echoed in the prompt, beside Codex
+//! when it is installed (`tui_launch`; issue 25: ≤ 40 ms and below Codex).
+//!
 //! `--idle-secs N` shortens the idle measurement (the target is for 60 s);
-//! `--skip-resume` leaves out the 100 MB session.
+//! `--skip-resume` leaves out the 100 MB session; `--only launch` measures only launch →
+//! echo (`--launches N`, `--codex PATH`).
 
 use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
@@ -42,6 +46,35 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         .unwrap_or(60);
     let work = tempdir()?;
     let strata = crate::headless::strata_binary()?;
+    let launches = match flag(args, "--launches") {
+        Some(n) => n
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("--launches wants a positive number, not {n:?}"))?,
+        None => crate::tui_launch::DEFAULT_LAUNCHES,
+    };
+    let codex = crate::tui_launch::find_codex(flag(args, "--codex"));
+    let launch = crate::tui_launch::measure(&strata, &work, launches, codex);
+    if flag(args, "--only") == Some("launch") || launch.is_err() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    let (launch, codex_launch) = launch?;
+    let launch_fields = json!({
+        "launch_echo_ms": launch.median_ms,
+        "launch_echo_min_ms": launch.min_ms,
+        "launch_echo_max_ms": launch.max_ms,
+        "launches": launch.runs,
+        "codex_launch_echo_ms": codex_launch.map(|c| c.median_ms),
+        "codex_launch_echo_min_ms": codex_launch.map(|c| c.min_ms),
+        "codex_launch_echo_max_ms": codex_launch.map(|c| c.max_ms),
+    });
+    if flag(args, "--only") == Some("launch") {
+        let mut line = json!({"workload": "tui-launch"});
+        merge(&mut line, launch_fields);
+        println!("{line}");
+        return Ok(());
+    }
     let pty = pty_measures(&strata, &work, idle_secs)?;
     // `--skip-resume`: leave out the 100 MB session (its generator needs a release build).
     let resume_rss = if args.iter().any(|a| a == "--skip-resume") {
@@ -55,9 +88,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         .build()?;
     let in_process = runtime.block_on(in_process(&work))?;
     let _ = std::fs::remove_dir_all(&work);
-    println!(
-        "{}",
-        json!({
+    let mut line = json!({
             "workload": "tui",
             "first_frame_ms": pty.first_frame_ms,
             "idle_secs": idle_secs,
@@ -72,9 +103,24 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
             "stream_fps_max": in_process.stream_fps_max,
             "stream_frames": in_process.stream_frames,
             "stream_exact": in_process.stream_exact,
-        })
-    );
+    });
+    merge(&mut line, launch_fields);
+    println!("{line}");
     Ok(())
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+/// Adds the fields of `more` (an object) to `line` (an object).
+fn merge(line: &mut serde_json::Value, more: serde_json::Value) {
+    if let (Some(line), serde_json::Value::Object(more)) = (line.as_object_mut(), more) {
+        line.extend(more);
+    }
 }
 
 fn tempdir() -> anyhow::Result<PathBuf> {
