@@ -288,3 +288,130 @@ async fn a_deny_rule_naming_a_skill_stops_it() {
     assert_eq!(told["is_error"], true, "{told}");
     assert!(text_of(&told).contains("Skill(deploy)"), "{told}");
 }
+
+/// Issue 25, item 4: `/greet Bob` runs the skill `greet` as the reference does (the
+/// skill's body, its arguments put in, is the turn's prompt; its `allowed-tools` and
+/// `model` hold for the turn), and every listing shows the skills the user can run.
+#[tokio::test]
+async fn i25_4_a_skill_runs_as_a_slash_command_with_its_arguments_rules_and_model() {
+    let env = Env::new();
+    let greet = env.proj.join(".claude/skills/greet");
+    write(
+        &greet.join("SKILL.md"),
+        "---\n\
+         description: Greet someone warmly\n\
+         argument-hint: \"[name] [mood]\"\n\
+         allowed-tools: Bash(touch:*)\n\
+         model: claude-haiku-4-5\n\
+         ---\n\
+         Say hello to $0 in a $1 way; the whole request was: $ARGUMENTS.\n\
+         Templates are in ${CLAUDE_SKILL_DIR}/templates.\n",
+    );
+    // Only the user runs `ship`; only the model loads `house-style`.
+    write(
+        &env.cfg.join("skills/ship/SKILL.md"),
+        "---\ndescription: Ship a release\ndisable-model-invocation: true\n---\nShip it.\n",
+    );
+    write(
+        &env.proj.join(".strata/skills/house-style/SKILL.md"),
+        "---\ndescription: The house style\nuser-invocable: false\n---\nBe terse.\n",
+    );
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use(
+        "toolu_touch",
+        "Bash",
+        json!({"command": "touch greeted.txt"}),
+    ));
+    server.push(Reply::new().text("Hello, Bob!"));
+    // A skill the user may not invoke is not a command: the text goes to the model.
+    server.push(Reply::new().text("Noted."));
+    let mut s = Driver::start(&env, &server, &["--model", "claude-sonnet-4-5"]);
+    let init = s
+        .until(|l| l["type"] == "system" && l["subtype"] == "init")
+        .await;
+    let commands = init["slash_commands"].as_array().unwrap();
+    assert!(commands.contains(&json!("greet")), "{init}");
+    assert!(commands.contains(&json!("ship")), "{init}");
+    assert!(!commands.contains(&json!("house-style")), "{init}");
+    let skills = init["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 3, "{init}");
+    // The SDKs' command list has each skill's description and argument hint.
+    s.control("c1", json!({"subtype": "initialize"})).await;
+    let reply = s.response("c1").await;
+    let listed = reply["response"]["response"]["commands"]
+        .as_array()
+        .unwrap();
+    let row = listed.iter().find(|c| c["name"] == "greet").unwrap();
+    assert_eq!(row["description"], "Greet someone warmly", "{reply}");
+    assert_eq!(row["argumentHint"], "[name] [mood]", "{reply}");
+
+    s.prompt("/greet Bob cheerful").await;
+    let result = s.result().await;
+    assert_eq!(result["result"], "Hello, Bob!", "{result}");
+    let first = server.requests()[0].json();
+    assert_eq!(first["model"], "claude-haiku-4-5", "the skill's model");
+    let system = first["system"].to_string();
+    assert!(!system.contains("Ship a release"), "user-only: {system}");
+    assert!(system.contains("The house style"), "{system}");
+    let sent = last_user_text(&server, 0);
+    assert!(
+        sent.contains("<command-name>/greet</command-name>"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("Say hello to Bob in a cheerful way; the whole request was: Bob cheerful."),
+        "{sent}"
+    );
+    assert!(
+        sent.contains(&format!(
+            "Base directory for this skill: {}",
+            greet.display()
+        )),
+        "{sent}"
+    );
+    assert!(
+        sent.contains(&format!("{}/templates", greet.display())),
+        "{sent}"
+    );
+    let touched = tool_result(&server, "toolu_touch");
+    assert_ne!(touched["is_error"], true, "allowed-tools: {touched}");
+    assert!(env.proj.join("greeted.txt").exists());
+
+    s.prompt("/house-style now").await;
+    s.result().await;
+    let requests = server.requests();
+    let third = requests.last().unwrap().json();
+    assert_eq!(
+        third["model"], "claude-sonnet-4-5",
+        "the skill's turn ended"
+    );
+    let plain = last_user_text(&server, requests.len() - 1);
+    assert_eq!(plain, "/house-style now");
+    let done = s.finish().await;
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+}
+
+/// Issue 25, item 4, in `-p`: the prompt `/greet Bob` runs the skill.
+#[tokio::test]
+async fn i25_4_a_skill_runs_from_a_print_mode_prompt() {
+    let env = Env::new();
+    write(
+        &env.cfg.join("skills/greet/SKILL.md"),
+        "---\ndescription: Greet someone\n---\nGreet the person named below.\n",
+    );
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("Hi Bob."));
+    let run = env
+        .run(
+            Some(&server),
+            &["-p", "/greet Bob", "--output-format", "json"],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let sent = last_user_text(&server, 0);
+    assert!(
+        sent.contains("Greet the person named below.\n\nARGUMENTS: Bob"),
+        "{sent}"
+    );
+    assert!(sent.contains("<command-args>Bob</command-args>"), "{sent}");
+}

@@ -88,6 +88,102 @@ pub fn substitute(body: &str, args: &str) -> String {
     out
 }
 
+/// What a skill's body is given when it runs: the arguments typed after `/name` (or the
+/// `Skill` tool's `args`), the names its `arguments` front matter gives them, its folder
+/// and the session.
+#[derive(Debug, Clone, Copy)]
+pub struct SkillInput<'a> {
+    /// Everything after the skill's name, as typed.
+    pub args: &'a str,
+    /// The front matter's `arguments`: a name for each position, in order.
+    pub names: &'a [String],
+    /// The folder holding `SKILL.md` (`${CLAUDE_SKILL_DIR}`).
+    pub skill_dir: &'a str,
+    /// The session's id (`${CLAUDE_SESSION_ID}`); `None` leaves the variable as written
+    /// (a caller that does not know the session).
+    pub session_id: Option<&'a str>,
+}
+
+/// A skill's `body` with its arguments put in, the way the reference agent documents
+/// skills: `$ARGUMENTS` is the whole text; `$ARGUMENTS[N]` and `$N` the argument at
+/// 0-based position `N` (quotes keep spaces together; a missing one is empty); `$name`
+/// the argument its `arguments` front matter names; `${CLAUDE_SKILL_DIR}` and
+/// `${CLAUDE_SESSION_ID}` the skill's folder and the session. Arguments a body does not
+/// use are appended (`ARGUMENTS: …`), as for a command.
+///
+/// Positions differ from a command's on purpose: a command file's `$1` is its first
+/// argument (the commands' format), a skill's `$0` is (the skills' format).
+pub fn substitute_skill(body: &str, input: SkillInput<'_>) -> String {
+    let positional = split_arguments(input.args);
+    let at = |n: usize| positional.get(n).map(String::as_str).unwrap_or("");
+    let mut out = String::with_capacity(body.len() + input.args.len());
+    let mut used = false;
+    let mut rest = body;
+    while let Some(found) = rest.find('$') {
+        out.push_str(&rest[..found]);
+        let after = &rest[found + 1..];
+        if let Some(tail) = after.strip_prefix("{CLAUDE_SKILL_DIR}") {
+            out.push_str(input.skill_dir);
+            rest = tail;
+            continue;
+        }
+        if let (Some(tail), Some(id)) =
+            (after.strip_prefix("{CLAUDE_SESSION_ID}"), input.session_id)
+        {
+            out.push_str(id);
+            rest = tail;
+            continue;
+        }
+        if let Some(tail) = after.strip_prefix("ARGUMENTS") {
+            // `$ARGUMENTS[N]`: one argument; a bracket without a number is text.
+            if let Some(index) = tail.strip_prefix('[') {
+                let digits = index.chars().take_while(char::is_ascii_digit).count();
+                if digits > 0 && index[digits..].starts_with(']') {
+                    let n: usize = index[..digits].parse().unwrap_or(usize::MAX);
+                    out.push_str(at(n));
+                    used = true;
+                    rest = &index[digits + 1..];
+                    continue;
+                }
+            }
+            out.push_str(input.args);
+            used = true;
+            rest = tail;
+            continue;
+        }
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 {
+            let n: usize = after[..digits].parse().unwrap_or(usize::MAX);
+            out.push_str(at(n));
+            used = true;
+            rest = &after[digits..];
+            continue;
+        }
+        // `$name`: the longest run of name characters, when it is a declared name.
+        let word = after
+            .char_indices()
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+            .map_or(after.len(), |(i, _)| i);
+        if let Some(n) = input.names.iter().position(|name| *name == after[..word]) {
+            out.push_str(at(n));
+            used = true;
+            rest = &after[word..];
+            continue;
+        }
+        out.push('$');
+        rest = after;
+    }
+    out.push_str(rest);
+    if !used && !input.args.is_empty() {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("\nARGUMENTS: ");
+        out.push_str(input.args);
+    }
+    out
+}
+
 /// Where each `` !`command` `` snippet is in `text` (the whole snippet) and its command.
 pub fn shell_snippets(text: &str) -> Vec<(Range<usize>, String)> {
     let mut found = Vec::new();
@@ -171,6 +267,57 @@ mod tests {
             "Review the code.\n\nARGUMENTS: src/lib.rs"
         );
         assert_eq!(substitute("Review the code.\n", ""), "Review the code.\n");
+    }
+
+    fn skill(body: &str, args: &str, names: &[&str]) -> String {
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        substitute_skill(
+            body,
+            SkillInput {
+                args,
+                names: &names,
+                skill_dir: "/skills/greet",
+                session_id: Some("s-1"),
+            },
+        )
+    }
+
+    #[test]
+    fn i25_4_a_skills_arguments_count_from_zero_and_may_be_named() {
+        assert_eq!(
+            skill(
+                "Migrate $0 from $1 to $2 ($ARGUMENTS)",
+                "\"My Button\" React Vue",
+                &[]
+            ),
+            "Migrate My Button from React to Vue (\"My Button\" React Vue)"
+        );
+        assert_eq!(
+            skill("[$ARGUMENTS[1]] [$ARGUMENTS[7]] $ARGUMENTS[x]", "a b", &[]),
+            "[b] [] a b[x]"
+        );
+        assert_eq!(
+            skill(
+                "Fix $issue on $branch-x, $other",
+                "42 main",
+                &["issue", "branch"]
+            ),
+            "Fix 42 on $branch-x, $other",
+            "a name is the whole run of name characters; unknown names stay text"
+        );
+        assert_eq!(
+            skill(
+                "Read ${CLAUDE_SKILL_DIR}/forms.md (${CLAUDE_SESSION_ID})",
+                "",
+                &[]
+            ),
+            "Read /skills/greet/forms.md (s-1)"
+        );
+        assert_eq!(
+            skill("Say hello.\n", "Bob", &[]),
+            "Say hello.\n\nARGUMENTS: Bob",
+            "arguments the body does not use are appended"
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! A **skill** is a folder with a `SKILL.md` (front matter `name`, `description`,
 //! `allowed-tools`) in `.strata/skills/`, `.claude/skills/` or `<config>/skills/`; its
 //! description goes into the system prompt and the `Skill` tool loads it
-//! ([`skills`]).
+//! ([`skills`]). It is a command too: `/name args` runs it ([`slash`], the one
+//! catalogue every listing and lookup of the user's slash commands goes through).
 //!
 //! Both are the reference agent's formats, so a project's existing files work. They are
 //! read once when a session opens; a file that cannot be read or whose front matter does
@@ -25,10 +26,12 @@
 
 pub mod expand;
 pub mod skills;
+pub mod slash;
 
 use std::path::{Path, PathBuf};
 
 pub use self::skills::{Skill, SkillCatalog};
+pub use self::slash::{SlashCatalog, SlashCommandEntry, SlashSource, SlashTarget};
 use crate::front_matter::FrontMatter;
 
 /// The largest command or skill file read (bytes); a larger one is skipped with a

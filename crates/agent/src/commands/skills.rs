@@ -8,6 +8,15 @@
 //! `allowed-tools`. The system prompt lists each skill's name and description within a
 //! budget ([`SkillCatalog::prompt_section`]); the `Skill` tool loads one, and the files
 //! beside its `SKILL.md` are read with the usual tools from the folder it names.
+//!
+//! A skill is also a slash command, as in the reference agent (issue 25, item 4):
+//! `/name args` runs it with its body as the turn's prompt ([`super::slash`]). The
+//! front matter says who may invoke it: `disable-model-invocation: true` keeps it from
+//! the model (left out of the prompt's list, refused by the `Skill` tool: only the user
+//! runs it), `user-invocable: false` keeps it from the user (no `/name`, not listed as
+//! a command: only the model loads it). `argument-hint` is shown beside its name,
+//! `arguments` names its positional arguments (`$name` in the body), and `model` is the
+//! model of the turn it runs in, as a command's.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +38,19 @@ pub struct Skill {
     pub description: String,
     /// The front matter's `allowed-tools`.
     pub allowed_tools: Vec<String>,
+    /// The front matter's `argument-hint` (`[issue-number]`), shown beside `/name`.
+    pub argument_hint: Option<String>,
+    /// The front matter's `arguments`: names for the positional arguments, in order
+    /// (`$issue` in the body is the first when the list starts with `issue`).
+    pub arguments: Vec<String>,
+    /// The front matter's `model`, for the turn `/name` runs in.
+    pub model: Option<String>,
+    /// `disable-model-invocation: true`: only the user runs it (`/name`); the model
+    /// neither sees it listed nor loads it.
+    pub disable_model_invocation: bool,
+    /// `user-invocable` (default true): `false` hides it from the user's commands; only
+    /// the model loads it.
+    pub user_invocable: bool,
     /// The instructions (the body of `SKILL.md`).
     pub body: String,
     /// The folder holding `SKILL.md` (and the files it refers to).
@@ -95,6 +117,17 @@ impl SkillCatalog {
         self.skills.iter().find(|s| s.name == name)
     }
 
+    /// The skill called `name` if the model may load it (the `Skill` tool): not one
+    /// marked `disable-model-invocation`.
+    pub fn for_model(&self, name: &str) -> Option<&Skill> {
+        self.get(name).filter(|s| !s.disable_model_invocation)
+    }
+
+    /// The skills the model may load, in the order found.
+    pub fn model_invocable(&self) -> impl Iterator<Item = &Skill> {
+        self.skills.iter().filter(|s| !s.disable_model_invocation)
+    }
+
     /// One line per skill that could not be loaded (`file:line: why`).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
@@ -103,9 +136,8 @@ impl SkillCatalog {
     /// The system prompt's section listing the skills, at most
     /// [`SKILLS_PROMPT_BUDGET`] characters; `None` without skills.
     pub fn prompt_section(&self) -> Option<String> {
-        if self.skills.is_empty() {
-            return None;
-        }
+        // A skill only the user may run is not the model's to choose: it is not listed.
+        self.model_invocable().next()?;
         let mut out = String::from(
             "# Skills\n\
              Skills are instructions for particular tasks, installed by the user. When a \
@@ -113,7 +145,7 @@ impl SkillCatalog {
              starting, then follow it. Files it mentions are in its folder.\n",
         );
         let mut left_out = 0usize;
-        for skill in &self.skills {
+        for skill in self.model_invocable() {
             let description: String = skill
                 .description
                 .split_whitespace()
@@ -162,10 +194,34 @@ fn read_skill(folder: &Path, scope: Scope) -> Result<Skill, String> {
             file.display()
         ));
     };
+    // `arguments`: a YAML list, or one string of names separated by spaces or commas.
+    let arguments = match doc.list("arguments").map_err(field)? {
+        Some(names) => names
+            .iter()
+            .flat_map(|n| n.split_whitespace())
+            .map(str::to_owned)
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(Skill {
         name,
         description,
         allowed_tools: doc.entries("allowed-tools").map_err(field)?,
+        argument_hint: doc.text("argument-hint").map_err(field)?,
+        arguments,
+        // `inherit` is the session's model: no change for the turn.
+        model: doc
+            .text("model")
+            .map_err(field)?
+            .filter(|m| m.trim() != "inherit"),
+        disable_model_invocation: doc
+            .boolean("disable-model-invocation")
+            .map_err(field)?
+            .unwrap_or(false),
+        user_invocable: doc
+            .boolean("user-invocable")
+            .map_err(field)?
+            .unwrap_or(true),
         body: doc.body,
         dir: folder.to_path_buf(),
         scope,

@@ -136,6 +136,11 @@ fn the_skills_prompt_section_stays_within_its_budget() {
         name: format!("skill-{i}"),
         description: "d".repeat(500),
         allowed_tools: Vec::new(),
+        argument_hint: None,
+        arguments: Vec::new(),
+        model: None,
+        disable_model_invocation: false,
+        user_invocable: true,
         body: String::new(),
         dir: PathBuf::from("/s"),
         scope: Scope::User,
@@ -150,4 +155,33 @@ fn the_skills_prompt_section_stays_within_its_budget() {
     assert!(section.contains("- skill-0: "));
     assert!(section.contains("more skill(s) not listed"), "{section}");
     assert!(SkillCatalog::default().prompt_section().is_none());
+}
+
+#[test]
+fn i25_4_a_skills_invocation_front_matter_is_read_and_a_user_only_skill_is_not_the_models() {
+    let d = dirs();
+    write(
+        &d.project.join(".claude/skills/deploy/SKILL.md"),
+        "---\ndescription: Deploy the app\ndisable-model-invocation: true\nargument-hint: \"[env]\"\narguments: env region\nmodel: claude-haiku-4-5\n---\nDeploy to $env in $region.\n",
+    );
+    write(
+        &d.project.join(".claude/skills/legacy/SKILL.md"),
+        "---\ndescription: How the legacy system works\nuser-invocable: false\nmodel: inherit\n---\nBackground.\n",
+    );
+    let catalog = SkillCatalog::load(&d.project, &d.project, &d.config);
+    assert!(catalog.warnings().is_empty(), "{:?}", catalog.warnings());
+    let deploy = catalog.get("deploy").unwrap();
+    assert!(deploy.disable_model_invocation && deploy.user_invocable);
+    assert_eq!(deploy.argument_hint.as_deref(), Some("[env]"));
+    assert_eq!(deploy.arguments, ["env", "region"]);
+    assert_eq!(deploy.model.as_deref(), Some("claude-haiku-4-5"));
+    let legacy = catalog.get("legacy").unwrap();
+    assert!(!legacy.user_invocable && !legacy.disable_model_invocation);
+    assert_eq!(legacy.model, None, "`inherit` keeps the session's model");
+    // The model is told of `legacy` only, and cannot load `deploy`.
+    let section = catalog.prompt_section().unwrap();
+    assert!(section.contains("- legacy: "), "{section}");
+    assert!(!section.contains("deploy"), "{section}");
+    assert!(catalog.for_model("deploy").is_none());
+    assert!(catalog.for_model("legacy").is_some());
 }

@@ -1,5 +1,12 @@
-//! Running a custom slash command in a session (issue 18, item 6): `/name args` becomes
-//! the command's prompt.
+//! Running a custom slash command or a skill in a session (issue 18, item 6; issue 25,
+//! item 4): `/name args` becomes the command's or the skill's prompt.
+//!
+//! What `/name` runs is the [`SlashCatalog`]'s answer (a skill wins over a command file
+//! of its name). A skill's body is given its arguments the skills' way
+//! ([`expand::substitute_skill`]: `$0` is the first, `$name` a named one,
+//! `${CLAUDE_SKILL_DIR}` its folder) and is preceded by its folder, as the `Skill` tool
+//! gives it to the model; its `allowed-tools` and `model` hold for its turn as a
+//! command's do.
 //!
 //! The prompt the model reads is the command's body with the arguments put in
 //! ([`expand`]), each `` !`command` `` replaced by what the command printed and each
@@ -28,7 +35,9 @@ use strata_state::{PermissionRule, RuleSource};
 use tokio_util::sync::CancellationToken;
 
 use super::Inner;
-use crate::commands::{CustomCommand, expand};
+use crate::commands::{
+    SkillCatalog, SlashCatalog, SlashCommandEntry, SlashSource, SlashTarget, expand,
+};
 use crate::permissions::PermissionDecision;
 use crate::tools::{Bash, Read, ToolCall, ToolRegistry};
 
@@ -76,9 +85,16 @@ impl CommandTurn {
 }
 
 impl Inner {
-    /// `prompt` expanded when it invokes a custom command: the prompt to record (the
-    /// command tag), the expanded text to record after it as meta lines, and what its
-    /// turn changed. Any other prompt comes back unchanged, with no meta lines.
+    /// The user's slash commands found when the session opened: command files and
+    /// skills, one catalogue ([`SlashCatalog`]). The skills are the session's (the
+    /// `Skill` tool's), held by the tool hooks.
+    pub(super) fn skills(&self) -> Arc<SkillCatalog> {
+        self.tool_context.hooks.skills().unwrap_or_default()
+    }
+
+    /// `prompt` expanded when it invokes a custom command or a skill: the prompt to
+    /// record (the command tag), the expanded text to record after it as meta lines, and
+    /// what its turn changed. Any other prompt comes back unchanged, with no meta lines.
     pub(super) async fn expand_custom_command(
         &self,
         prompt: Message,
@@ -99,19 +115,55 @@ impl Inner {
         if name == "compact" {
             return (prompt, Vec::new(), CommandTurn::default());
         }
-        let Some(command) = self.commands.get(name).cloned() else {
-            return (prompt, Vec::new(), CommandTurn::default());
-        };
-        let turn = self.begin_command_turn(&command);
-        let body = expand::substitute(&command.body, args);
-        let body = self.run_snippets(&body, cancel).await;
-        let mut expanded = vec![ContentBlock::text(body.clone())];
-        expanded.extend(
-            self.attached_files(&body)
-                .into_iter()
-                .map(ContentBlock::text),
-        );
-        let tag = expand::command_tag(&command.name, args);
+        let skills = self.skills();
+        let (turn, expanded, tag_name) =
+            match SlashCatalog::new(&self.commands, &skills).resolve(name) {
+                None => return (prompt, Vec::new(), CommandTurn::default()),
+                Some(SlashTarget::Command(command)) => {
+                    let command = command.clone();
+                    let turn = self.begin_command_turn(
+                        &command.allowed_tools,
+                        command.model.as_deref(),
+                        &command.path,
+                    );
+                    let body = expand::substitute(&command.body, args);
+                    let body = self.run_snippets(&body, cancel).await;
+                    let mut expanded = vec![ContentBlock::text(body.clone())];
+                    expanded.extend(
+                        self.attached_files(&body)
+                            .into_iter()
+                            .map(ContentBlock::text),
+                    );
+                    (turn, expanded, command.name)
+                }
+                Some(SlashTarget::Skill(skill)) => {
+                    let skill = skill.clone();
+                    let turn = self.begin_command_turn(
+                        &skill.allowed_tools,
+                        skill.model.as_deref(),
+                        &skill.dir.join("SKILL.md"),
+                    );
+                    let dir = skill.dir.display().to_string();
+                    let body = expand::substitute_skill(
+                        &skill.body,
+                        expand::SkillInput {
+                            args,
+                            names: &skill.arguments,
+                            skill_dir: &dir,
+                            session_id: Some(&self.session_id),
+                        },
+                    );
+                    let body = self.run_snippets(&body, cancel).await;
+                    // As the Skill tool loads it: the folder first, so the files the
+                    // instructions name are found beside SKILL.md.
+                    let text = format!(
+                        "Base directory for this skill: {dir}\n\n{}",
+                        body.trim_end()
+                    );
+                    (turn, vec![ContentBlock::text(text)], skill.name)
+                }
+            };
+        let tag = expand::command_tag(&tag_name, args);
         // Images or documents the client sent with the prompt stay with it.
         let given: Vec<ContentBlock> = match &prompt.content {
             MessageContent::Blocks(blocks) => blocks
@@ -132,18 +184,23 @@ impl Inner {
         (Message { content, ..prompt }, vec![meta], turn)
     }
 
-    /// Adds the command's `allowed-tools` and sets its model, for its turn.
-    fn begin_command_turn(&self, command: &CustomCommand) -> CommandTurn {
+    /// Adds a command's or skill's `allowed-tools` (read from `file`) and sets its
+    /// `model`, for its turn.
+    fn begin_command_turn(
+        &self,
+        allowed_tools: &[String],
+        model: Option<&str>,
+        file: &Path,
+    ) -> CommandTurn {
         let mut turn = CommandTurn::default();
-        let rules: Vec<PermissionRule> = command
-            .allowed_tools
+        let rules: Vec<PermissionRule> = allowed_tools
             .iter()
             .filter_map(|text| match PermissionRule::parse(text) {
                 Ok(rule) => Some(rule),
                 Err(e) => {
                     tracing::warn!(
                         "{}: allowed-tools entry `{text}` is not a rule: {e}",
-                        command.path.display()
+                        file.display()
                     );
                     None
                 }
@@ -163,7 +220,7 @@ impl Inner {
                     turn.rules.push(rule);
                 }
             }
-            if let Some(model) = &command.model {
+            if let Some(model) = model {
                 turn.model = Some(s.main_loop_model.clone());
                 s.main_loop_model = Some(SmolStr::new(model));
             }
@@ -250,5 +307,44 @@ impl Inner {
                 })
             })
             .collect()
+    }
+}
+
+impl super::Engine {
+    /// Every slash command the user can run in this session besides the program's own
+    /// (`/help`, `/compact`, …), each with its description and argument hint: custom
+    /// command files, skills (those the user may invoke; a skill hides a command file of
+    /// its name) and the prompts of the MCP servers connected now
+    /// (`/mcp__server__prompt`). One list for every place that shows them: `/help`, the
+    /// UI's command menu, `system/init`'s `slash_commands` and the SDKs' `initialize`
+    /// reply. MCP prompts follow the servers, so call it again rather than keep it.
+    pub fn slash_command_entries(&self) -> Vec<SlashCommandEntry> {
+        let inner = &self.inner;
+        let skills = inner.skills();
+        let mut entries = SlashCatalog::new(&inner.commands, &skills).entries();
+        let state = inner.store.get();
+        entries.extend(state.mcp.commands.iter().map(|c| {
+            let hint = c
+                .arguments
+                .iter()
+                .map(|a| format!("<{a}>"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            SlashCommandEntry {
+                name: strata_mcp::naming::tool_name(&c.server, &c.name),
+                description: c.description.to_string(),
+                argument_hint: (!hint.is_empty()).then_some(hint),
+                source: SlashSource::McpPrompt {
+                    server: c.server.to_string(),
+                },
+            }
+        }));
+        entries
+    }
+
+    /// The session's skills (the user's and the project's), as found when it opened:
+    /// those the model loads with the `Skill` tool and those `/name` runs.
+    pub fn skills(&self) -> Arc<SkillCatalog> {
+        self.inner.skills()
     }
 }

@@ -107,8 +107,15 @@ impl Tool for Skill {
             };
             let name = input.skill.trim().trim_start_matches('/');
             let catalog = ctx.hooks.skills().unwrap_or_default();
-            let Some(skill) = catalog.get(name) else {
-                let known: Vec<&str> = catalog.skills().iter().map(|s| s.name.as_str()).collect();
+            // A skill marked `disable-model-invocation` is the user's to run (`/name`).
+            let Some(skill) = catalog.for_model(name) else {
+                if catalog.get(name).is_some() {
+                    return ToolOutput::error(format!(
+                        "Skill {name} can only be run by the user (/{name}): its \
+                         disable-model-invocation is set."
+                    ));
+                }
+                let known: Vec<&str> = catalog.model_invocable().map(|s| s.name.as_str()).collect();
                 return ToolOutput::error(if known.is_empty() {
                     format!("Unknown skill: {name}. No skills are installed in this session.")
                 } else {
@@ -119,7 +126,16 @@ impl Tool for Skill {
                 });
             };
             let args = input.args.unwrap_or_default();
-            let body = expand::substitute(&skill.body, args.trim());
+            let dir = skill.dir.display().to_string();
+            let body = expand::substitute_skill(
+                &skill.body,
+                expand::SkillInput {
+                    args: args.trim(),
+                    names: &skill.arguments,
+                    skill_dir: &dir,
+                    session_id: None,
+                },
+            );
             let content = format!(
                 "Launching skill: {}\n\nBase directory for this skill: {}\n\n{}",
                 skill.name,

@@ -248,10 +248,19 @@ impl Controller {
             }
         }
         let init = self.engine.init_message();
-        let commands: Vec<Value> = init
-            .slash_commands
-            .iter()
-            .map(|name| json!({"name": name, "description": "", "argumentHint": ""}))
+        // The SDKs' `SlashCommand` rows: command files, skills and MCP prompts, each with
+        // what it does and what to type after it.
+        let commands: Vec<Value> = self
+            .engine
+            .slash_command_entries()
+            .into_iter()
+            .map(|e| {
+                json!({
+                    "name": e.name,
+                    "description": e.description,
+                    "argumentHint": e.argument_hint.unwrap_or_default(),
+                })
+            })
             .collect();
         let mut models = vec![json!({
             "value": init.model,
