@@ -362,28 +362,35 @@ impl Engine {
                 .collect(),
             model: inner.model(),
             permission_mode: state.tool_permission_context.mode.to_string(),
-            slash_commands: inner
-                .commands
-                .commands()
-                .iter()
-                .map(|c| c.name.clone())
-                .chain(
-                    state
-                        .mcp
-                        .commands
-                        .iter()
-                        .map(|c| strata_mcp::naming::tool_name(&c.server, &c.name)),
-                )
+            // Command files, skills and MCP prompts: one list (engine/commands.rs).
+            slash_commands: self
+                .slash_command_entries()
+                .into_iter()
+                .map(|e| e.name)
                 .collect(),
             api_key_source: inner.provider.api_key_source().to_owned(),
             claude_code_version: env!("CARGO_PKG_VERSION").to_owned(),
             output_style: inner.long.prompt.output_style_name(),
             uuid: uuid::Uuid::new_v4().to_string(),
-            // The agent types the Agent tool offers (the SDKs' `agents`: names).
-            extra: serde_json::Map::from_iter([(
-                "agents".to_owned(),
-                Value::from(inner.agents.definitions().names()),
-            )]),
+            // The agent types the Agent tool offers (the SDKs' `agents`: names), and the
+            // skills the session found (`skills`: names, as the SDKs' type declares).
+            extra: serde_json::Map::from_iter([
+                (
+                    "agents".to_owned(),
+                    Value::from(inner.agents.definitions().names()),
+                ),
+                (
+                    "skills".to_owned(),
+                    Value::from(
+                        inner
+                            .skills()
+                            .skills()
+                            .iter()
+                            .map(|s| s.name.clone())
+                            .collect::<Vec<_>>(),
+                    ),
+                ),
+            ]),
         }
     }
 

@@ -606,13 +606,17 @@ impl App {
             return Request::None;
         }
         if let Some(command) = submitted.text.trim().strip_prefix('/') {
-            // `/compact`, MCP prompts (`/mcp__server__prompt`) and the user's custom
-            // commands are the engine's slash prompts, run as a turn as in headless mode;
-            // the rest are the UI's.
+            // `/compact`, MCP prompts (`/mcp__server__prompt`), the user's custom
+            // commands and skills are the engine's slash prompts, run as a turn as in
+            // headless mode; the rest are the UI's.
             let name = command.split_whitespace().next().unwrap_or("");
             let engine_prompt = name == "compact"
                 || name.starts_with("mcp__")
-                || self.engine.custom_commands().get(name).is_some();
+                || self
+                    .engine
+                    .slash_command_entries()
+                    .iter()
+                    .any(|e| e.name == name);
             if !engine_prompt {
                 return crate::commands::run(self, command.trim());
             }
