@@ -184,6 +184,14 @@ pub enum ProjectServerAnswer {
 }
 
 impl super::Engine {
+    /// Waits until no MCP server is still connecting, at most the servers' start-up
+    /// timeout (`MCP_TIMEOUT`), or until `cancel` fires: what a turn does before its
+    /// first request, for a host that reports the servers' status first (a one-prompt
+    /// headless run's `system/init`).
+    pub async fn wait_for_mcp_servers(&self, cancel: &CancellationToken) {
+        self.inner.wait_for_servers(cancel).await;
+    }
+
     /// The project's `.mcp.json` servers that are not started because the user has not
     /// answered for them yet (neither approved nor rejected), in configuration order.
     pub fn project_servers_awaiting_approval(&self) -> Vec<String> {

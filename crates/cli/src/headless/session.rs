@@ -155,6 +155,11 @@ pub(crate) async fn run(setup: Setup) -> anyhow::Result<()> {
         ));
     }
     if let Some(lines) = &lines {
+        // A one-prompt run waits for its MCP servers before `system/init` (its turn would
+        // wait for them anyway), so the line says how each came up.
+        if matches!(setup.prompts, Prompts::One(_)) {
+            engine.wait_for_mcp_servers(&CancellationToken::new()).await;
+        }
         let mut init = engine.init_message();
         // Which service answers (`replay` marks a played-back session); clients that do
         // not know the field ignore it.
