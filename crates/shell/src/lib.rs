@@ -11,6 +11,7 @@
 //! - [`plan`]: those rules as Landlock rules and read-only bind mounts.
 //! - `sandbox`: preparing them for one command and [`check`]ing what the machine supports;
 //!   `child` is what runs between fork and exec.
+//! - [`proxy`]: the allowlist proxy sandboxed commands reach the network through.
 //!
 //! Linux only: on other systems [`policy`] and [`plan`] still build, the sandbox reports
 //! itself unavailable.
@@ -19,6 +20,7 @@
 mod child;
 pub mod plan;
 pub mod policy;
+pub mod proxy;
 #[cfg(target_os = "linux")]
 pub mod sandbox;
 pub mod settings;
