@@ -486,3 +486,35 @@ async fn a_server_that_never_starts_is_failed_with_its_stderr_tail() {
         .unwrap_err();
     assert!(matches!(err, CallError::NotConnected { .. }), "{err:?}");
 }
+
+/// Issue 25 item 2: start-up is bounded as a whole by the start-up timeout
+/// (`MCP_TIMEOUT`): a server that answers `initialize` but never lists its tools is not
+/// left pending (a turn would wait for it) but failed, the status naming the limit;
+/// `pending` lists the servers still starting meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i25_2_a_server_that_never_lists_its_tools_fails_after_the_startup_timeout() {
+    if !which("node") {
+        eprintln!("mute listing: skipped, node is not installed");
+        return;
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crashy.js");
+    let mut config = stdio("node", &[script.to_str().unwrap()]);
+    if let ServerConfig::Stdio { env, .. } = &mut config {
+        env.insert("CRASHY_MUTE_LIST".into(), "1".into());
+    }
+    let mut options = ManagerOptions::from_env(std::env::temp_dir());
+    options.connect_timeout = Duration::from_millis(1500);
+    let m = McpManager::new(vec![server("mute", config)], options, Arc::new(|_| {}));
+    assert_eq!(m.startup_timeout(), Duration::from_millis(1500));
+    m.start();
+    assert_eq!(m.pending(), vec![SmolStr::new("mute")]);
+    let status = m.wait_ready("mute", Duration::from_secs(20)).await.unwrap();
+    let described = strata_mcp::describe(&status);
+    assert!(
+        described.contains("did not list its tools within 1500 ms")
+            && described.contains("MCP_TIMEOUT"),
+        "{described}"
+    );
+    assert!(m.pending().is_empty());
+    m.shutdown();
+}
