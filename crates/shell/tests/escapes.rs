@@ -3,6 +3,7 @@
 //! analysis cannot see into (interpreters, make, a renamed shell) is stopped by the kernel.
 //!
 //! A tool that is not installed is skipped with a line on stderr.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(target_os = "linux")]
 #![allow(clippy::print_stderr)]
 

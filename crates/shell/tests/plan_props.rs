@@ -3,6 +3,7 @@
 //!
 //! Trees are generated in memory (no filesystem), with the denied, re-allowed and writable
 //! paths drawn from the same small name alphabet so they overlap often.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,7 @@
 //! proxy (plain HTTP and a CONNECT tunnel), an unlisted one gets `403`, and the test server
 //! itself cannot be reached directly. The host names map to a loopback test server through
 //! the proxy's resolver (no `/etc/hosts`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(target_os = "linux")]
 #![allow(clippy::print_stderr)]
 
