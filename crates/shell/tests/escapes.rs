@@ -320,3 +320,44 @@ fn i26_5_test_switch_makes_the_sandbox_unavailable() {
     // Without the switch this machine supports the sandbox.
     assert_eq!(strata_shell::check().missing(), None);
 }
+
+/// Why the socket filter exists: Landlock up to ABI 8 does not check `connect` on a
+/// pathname socket (its write rules do not cover it), so with `allowAllUnixSockets` the
+/// same connection as above goes through.
+#[test]
+fn i26_3_allow_all_unix_sockets_lets_the_connection_through() {
+    let w = world();
+    if !installed("python3") {
+        return;
+    }
+    let path = w.outside.join("daemon.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let mut settings = SandboxSettings::default();
+    settings.network.allow_all_unix_sockets = true;
+    let context = PolicyContext {
+        project_dir: w.project.clone(),
+        additional_dirs: vec![],
+        home: w.home.clone(),
+        session_tmp: w.tmp.clone(),
+    };
+    let policy = SandboxPolicy::from_settings(&settings, &context, None).unwrap();
+    let sandbox = Sandbox::prepare(&policy).unwrap();
+    let script = format!(
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('connected')",
+        path.display()
+    );
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", &script]);
+    sandbox.apply(&mut cmd);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Listing sockets by path needs Landlock ABI 9: on older kernels it is refused, never
+    // widened to "all".
+    let mut settings = SandboxSettings::default();
+    settings.network.allow_unix_sockets = vec![path.display().to_string()];
+    let policy = SandboxPolicy::from_settings(&settings, &context, None).unwrap();
+    match Sandbox::prepare(&policy) {
+        Err(err) => assert!(err.to_string().contains("allowUnixSockets"), "{err}"),
+        Ok(_) => assert!(strata_shell::check().landlock_abi >= Some(9)),
+    }
+}
