@@ -234,11 +234,14 @@ impl PromptInput {
             self.pastes.retain(|x| x.id != p);
             self.text.replace_range(start..self.cursor, "");
             self.cursor = start;
+            self.browsing = None;
             return;
         }
         let prev = prev_boundary(&self.text, self.cursor);
         self.text.replace_range(prev..self.cursor, "");
         self.cursor = prev;
+        // An edited history entry is the prompt being typed now, as after a typed key.
+        self.browsing = None;
     }
 
     fn paste_at(&self, chip_text: &str) -> Option<u32> {
@@ -262,6 +265,7 @@ impl PromptInput {
         if self.cursor < self.text.len() {
             let next = next_boundary(&self.text, self.cursor);
             self.text.replace_range(self.cursor..next, "");
+            self.browsing = None;
         }
     }
 

@@ -11,6 +11,7 @@
 //! - [`input`], [`dialog`], [`view`], [`history`], [`commands`]: the prompt editor,
 //!   the permission dialog, the footer/spinner/todos, the history lines, slash commands;
 //! - [`overlay`]: lists that take the prompt's place (pickers, history search, rewind);
+//!   [`menu`]: the command menu under a prompt that starts with `/`;
 //! - [`tasks_panel`]: the background shells and agents (`/tasks`); [`ask_dialog`]: the
 //!   AskUserQuestion dialog;
 //! - [`status_line`]: the `statusLine` setting's command, run off the frame path;
@@ -30,6 +31,7 @@ pub mod commands;
 pub mod dialog;
 pub mod history;
 pub mod input;
+pub mod menu;
 pub mod overlay;
 pub mod picker;
 pub mod plain;

@@ -9,6 +9,8 @@ use ratatui::text::{Line, Span};
 use strata_protocol::permission::PermissionMode;
 use strata_state::{RemoteConnectionStatus, TodoItem, TodoStatus};
 
+use unicode_width::UnicodeWidthStr as _;
+
 use crate::text::cut_to_width;
 
 /// What the footer shows.
@@ -55,59 +57,91 @@ pub fn mode_label(mode: PermissionMode) -> Option<&'static str> {
 }
 
 /// The footer line at `width`: the mode (or the key hint) on the left, model, context
-/// and cost on the right; on a narrow terminal the right part goes first, then the
-/// left is cut.
+/// and cost on the right. When that is too wide the footer gives up, in this order, the
+/// left's key hints, the model's name, the cost, and then cuts the left; the context
+/// figure goes last, with the right part as a whole (on a very narrow terminal only the
+/// left stays), so tasks running in the background or a long mode name never hide it.
 pub fn footer(data: &FooterData, width: u16) -> Line<'static> {
     let width = usize::from(width);
-    let (mut left, left_style) = match (&data.notice, mode_label(data.mode)) {
-        (Some(n), _) => (n.clone(), Style::default().fg(Color::Yellow)),
+    let (long, short, left_style) = match (&data.notice, mode_label(data.mode)) {
+        (Some(n), _) => (n.clone(), n.clone(), Style::default().fg(Color::Yellow)),
         (None, Some(label)) => (
             format!("{label} (shift+tab to cycle)"),
+            label.to_owned(),
             Style::default().fg(mode_color(data.mode)),
         ),
         (None, None) => (
             "? /help · shift+tab mode".to_owned(),
+            "? /help".to_owned(),
             Style::default().fg(Color::DarkGray),
         ),
     };
-    if data.background > 0 && data.notice.is_none() {
-        left = format!(
-            "{} background task{} · ↓ to view · {left}",
-            data.background,
-            if data.background == 1 { "" } else { "s" }
-        );
-    }
-    let mut right = data.model.clone();
-    match (data.context_tokens, data.context_percent) {
-        (Some(ctx), Some(pct)) => right.push_str(&format!(" · ctx {} ({pct}%)", human_tokens(ctx))),
-        (Some(ctx), None) => right.push_str(&format!(" · ctx {}", human_tokens(ctx))),
-        (None, Some(pct)) => right.push_str(&format!(" · ctx {pct}%")),
-        (None, None) => {}
-    }
-    right.push_str(&format!(" · ${:.4}", data.cost_usd));
+    // What must stay whole if the left is cut: the mode (or the notice).
+    let essential = short.width();
+    let (long, short) = if data.background > 0 && data.notice.is_none() {
+        let n = data.background;
+        let plural = if n == 1 { "" } else { "s" };
+        (
+            format!("{n} background task{plural} · ↓ to view · {long}"),
+            format!("{short} · {n} task{plural} ↓"),
+        )
+    } else {
+        (long, short)
+    };
+    let ctx = match (data.context_tokens, data.context_percent) {
+        (Some(ctx), Some(pct)) => Some(format!("ctx {} ({pct}%)", human_tokens(ctx))),
+        (Some(ctx), None) => Some(format!("ctx {}", human_tokens(ctx))),
+        (None, Some(pct)) => Some(format!("ctx {pct}%")),
+        (None, None) => None,
+    };
+    let cost = format!("${:.4}", data.cost_usd);
+    let model = (!data.model.is_empty()).then(|| data.model.clone());
+    let join = |parts: &[Option<&String>]| -> String {
+        parts
+            .iter()
+            .flatten()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
     // The remote goes first on the right, in its own colour: a session that stopped
     // reaching its server must be visible at a glance.
     let remote = data.remote.map(remote_label);
-    let remote_width = remote.as_ref().map_or(0, |(text, _)| {
-        unicode_width::UnicodeWidthStr::width(text.as_str()) + 3
-    });
-    let lw = unicode_width::UnicodeWidthStr::width(left.as_str());
-    let rw = unicode_width::UnicodeWidthStr::width(right.as_str()) + remote_width;
-    if lw + 2 + rw <= width {
-        let gap = width - lw - rw;
-        let mut spans = vec![Span::styled(left, left_style), Span::raw(" ".repeat(gap))];
-        if let Some((text, color)) = remote {
-            spans.push(Span::styled(text, Style::default().fg(color)));
+    let remote_width = remote.as_ref().map_or(0, |(text, _)| text.width() + 3);
+    let (ctx, cost, model) = (ctx.as_ref(), Some(&cost), model.as_ref());
+    let layouts = [
+        (&long, join(&[model, ctx, cost])),
+        (&short, join(&[model, ctx, cost])),
+        (&short, join(&[ctx, cost])),
+        (&short, join(&[ctx])),
+    ];
+    // The left is cut rather than the context dropped, while the mode stays whole.
+    let fits = layouts
+        .iter()
+        .find(|(left, right)| left.width() + 2 + right.width() + remote_width <= width)
+        .map(|(left, right)| ((*left).clone(), right.clone()))
+        .or_else(|| {
+            let right = join(&[ctx]);
+            let room = width.checked_sub(2 + right.width() + remote_width)?;
+            (room >= essential && !right.is_empty())
+                .then(|| (cut_to_width(&short, room).to_owned(), right))
+        });
+    let Some((left, right)) = fits else {
+        return Line::from(Span::styled(
+            cut_to_width(&long, width).to_owned(),
+            left_style,
+        ));
+    };
+    let gap = width - left.width() - right.width() - remote_width;
+    let mut spans = vec![Span::styled(left, left_style), Span::raw(" ".repeat(gap))];
+    if let Some((text, color)) = remote {
+        spans.push(Span::styled(text, Style::default().fg(color)));
+        if !right.is_empty() {
             spans.push(Span::styled(" · ", Style::default().fg(Color::DarkGray)));
         }
-        spans.push(Span::styled(right, Style::default().fg(Color::DarkGray)));
-        Line::from(spans)
-    } else {
-        Line::from(Span::styled(
-            cut_to_width(&left, width).to_owned(),
-            left_style,
-        ))
     }
+    spans.push(Span::styled(right, Style::default().fg(Color::DarkGray)));
+    Line::from(spans)
 }
 
 fn mode_color(mode: PermissionMode) -> Color {
@@ -251,6 +285,57 @@ mod tests {
             ..base
         };
         assert!(crate::text::line_width(&footer(&narrow, 30)) <= 30);
+    }
+
+    /// Regression (issue 25 item 6): a footer too wide for the terminal dropped its whole
+    /// right part, the context figure with it — while a background task ran (its notice
+    /// lengthens the left) or in a mode with a long name — until the next response
+    /// ended the task.
+    #[test]
+    fn regression_the_context_figure_stays_when_the_footer_is_crowded() {
+        let base = FooterData {
+            model: "claude-sonnet-4-5-20250929".into(),
+            cost_usd: 0.0123,
+            context_tokens: Some(48_200),
+            context_percent: Some(24),
+            ..FooterData::default()
+        };
+        let crowded = [
+            FooterData {
+                background: 2,
+                ..base.clone()
+            },
+            FooterData {
+                mode: PermissionMode::BypassPermissions,
+                ..base.clone()
+            },
+            FooterData {
+                notice: Some("Press Ctrl-C again to exit".into()),
+                background: 1,
+                ..base.clone()
+            },
+        ];
+        for data in &crowded {
+            for width in [80u16, 60, 45] {
+                let line = footer(data, width);
+                let text = line.to_string();
+                assert!(text.contains("ctx 48.2k (24%)"), "{width}: {text}");
+                assert!(
+                    crate::text::line_width(&line) <= usize::from(width),
+                    "{text}"
+                );
+            }
+        }
+        // What goes first: the key hint, then the model, then the cost; the mode stays.
+        let bypass = footer(&crowded[1], 60).to_string();
+        assert!(bypass.starts_with("⏵⏵ bypass permissions on "), "{bypass}");
+        assert!(!bypass.contains("shift+tab"), "{bypass}");
+        let tasks = footer(&crowded[0], 80).to_string();
+        assert!(tasks.starts_with("? /help · 2 tasks ↓"), "{tasks}");
+        // With room for everything, nothing is given up.
+        let wide = footer(&crowded[0], 120).to_string();
+        assert!(wide.starts_with("2 background tasks · ↓ to view"), "{wide}");
+        assert!(wide.ends_with("claude-sonnet-4-5-20250929 · ctx 48.2k (24%) · $0.0123"));
     }
 
     #[test]

@@ -340,7 +340,9 @@ async fn narrow_session() -> Ui {
         tool_reply(
             1,
             "Bash",
-            json!({"command": "echo a command long enough to be cut at thirty columns"}),
+            // Not read-only (a read-only command is allowed without asking, issue 25
+            // item 7), and harmless when run: the test project has no repository.
+            json!({"command": "git push --dry-run origin a-branch-long-enough-to-be-cut-at-thirty"}),
         ),
         text_reply(2, answer),
     ];

@@ -74,6 +74,7 @@ impl App {
             cursor = Some((lines.len() + row, col));
             lines.extend(input);
             lines.extend(self.completion.render(width));
+            lines.extend(self.menu_lines(width));
         }
         lines.push(view::footer(&self.footer, width));
         if let Some(status) = &self.status_line {

@@ -10,6 +10,7 @@
 //! none of them draws nothing.
 
 mod actions;
+mod command_menu;
 mod complete;
 mod frame;
 mod overlays;
@@ -53,12 +54,14 @@ type MessagesSel = Selection<
     fn(&AppState) -> Messages,
     ByFn<fn(&Messages, &Messages) -> bool>,
 >;
-type FooterSel = Selection<
-    AppState,
-    (Option<smol_str::SmolStr>, PermissionMode, bool),
-    fn(&AppState) -> (Option<smol_str::SmolStr>, PermissionMode, bool),
-    ByValue,
->;
+/// What the footer shows of the store: model, mode, verbosity and the context usage.
+type FooterSlice = (
+    Option<smol_str::SmolStr>,
+    PermissionMode,
+    bool,
+    strata_state::ContextUsage,
+);
+type FooterSel = Selection<AppState, FooterSlice, fn(&AppState) -> FooterSlice, ByValue>;
 type TodosSel =
     Selection<AppState, strata_state::Todos, fn(&AppState) -> strata_state::Todos, ByValue>;
 type RemoteSel = Selection<
@@ -163,6 +166,8 @@ pub struct App {
     overlay: Option<Overlay>,
     /// `@` completion under the prompt.
     completion: complete::Completion,
+    /// The command menu under a prompt that starts with `/`.
+    menu: command_menu::MenuState,
     /// The session to move to once the loop ends.
     switch: Option<Switch>,
     /// The file the loop stopped to edit.
@@ -188,11 +193,12 @@ fn messages_of(s: &AppState) -> Messages {
 fn same_messages(a: &Messages, b: &Messages) -> bool {
     strata_state::same_conversation(a, b)
 }
-fn footer_of(s: &AppState) -> (Option<smol_str::SmolStr>, PermissionMode, bool) {
+fn footer_of(s: &AppState) -> FooterSlice {
     (
         s.main_loop_model.clone(),
         s.tool_permission_context.mode,
         s.verbose,
+        s.context_usage,
     )
 }
 fn todos_of(s: &AppState) -> strata_state::Todos {
@@ -236,7 +242,7 @@ impl App {
             ..FooterData::default()
         };
         let cwd = PathBuf::from(engine.init_message().cwd);
-        Self {
+        let mut app = Self {
             engine,
             tx,
             input: PromptInput::with_history(history.into_iter().map(Into::into).collect()),
@@ -269,6 +275,7 @@ impl App {
             width,
             overlay: None,
             completion: complete::Completion::default(),
+            menu: command_menu::MenuState::default(),
             switch: None,
             editor: None,
             config_dir: None,
@@ -278,7 +285,40 @@ impl App {
             bell: false,
             dirty: true,
             exit: false,
-        }
+        };
+        // A resumed session's context is known before any response (the store has it
+        // from the transcript): the footer shows it from the first frame.
+        app.sync_context();
+        app
+    }
+
+    /// The footer's context figure from the store's `context_usage` (issue 13), which the
+    /// query loop sets after every response. Right after a compaction, before the next
+    /// response counts it, the engine's estimate stands in; before the first response of
+    /// a new session there is no figure.
+    fn sync_context(&mut self) {
+        let (usage, percent, any) = self.engine.store().with(|s| {
+            (
+                s.context_usage,
+                strata_state::context_percent(s),
+                !s.messages.is_empty(),
+            )
+        });
+        let (tokens, percent) = if usage.tokens > 0 {
+            (Some(usage.tokens), percent)
+        } else if any {
+            let report = self.engine.context_usage();
+            let total = report["totalTokens"].as_u64().filter(|&t| t > 0);
+            let pct = report["percentage"]
+                .as_f64()
+                .filter(|_| usage.window > 0)
+                .map(|p| p.clamp(0.0, 100.0) as u8);
+            (total, pct.filter(|_| total.is_some()))
+        } else {
+            (None, None)
+        };
+        self.footer.context_tokens = tokens;
+        self.footer.context_percent = percent;
     }
 
     /// The input history with the pastes behind its chips (read from `history.jsonl`),
@@ -404,6 +444,7 @@ impl App {
             let mode = store.with(|s| s.tool_permission_context.mode);
             self.footer.mode = mode;
             self.footer.model = self.engine.model();
+            self.sync_context();
             self.dirty = true;
             self.poke_status();
         }
@@ -506,20 +547,8 @@ impl App {
         self.dialog = None;
         self.ask = None;
         self.footer.cost_usd += result.total_cost_usd;
-        let u = &result.usage;
-        let tokens = [
-            "input_tokens",
-            "cache_read_input_tokens",
-            "cache_creation_input_tokens",
-        ]
-        .iter()
-        .filter_map(|k| u.get(*k).and_then(serde_json::Value::as_u64))
-        .sum::<u64>();
-        if tokens > 0 {
-            self.footer.context_tokens = Some(tokens);
-        }
-        // How full the window is, as the app state counts it (issue 13).
-        self.footer.context_percent = self.engine.store().with(strata_state::context_percent);
+        // The context figure follows the store (`sync_context`), set by each response:
+        // the turn's summed usage would count every request of the turn again.
         self.live.clear();
         self.live_thinking.clear();
         self.poke_status();
@@ -541,6 +570,7 @@ impl App {
                 if self.dialog.is_none() && self.overlay.is_none() {
                     self.input.paste(&text);
                     self.refresh_completion();
+                    self.refresh_menu();
                     self.dirty = true;
                 }
                 Request::None
@@ -568,9 +598,14 @@ impl App {
         if let Some(request) = self.on_completion_key(key) {
             return request;
         }
+        if let Some(request) = self.on_menu_key(key) {
+            self.refresh_menu();
+            return request;
+        }
         let request = self.on_prompt_key(key, ctrl);
         self.dirty |= due_before;
         self.refresh_completion();
+        self.refresh_menu();
         request
     }
 
