@@ -189,21 +189,44 @@ fn result_message(
     mut run: Run,
     started: Instant,
 ) -> ResultMessage {
+    // An error result's first `errors` entry is the reference agent's text for it: the
+    // Agent SDKs raise "Claude Code returned an error result: <errors>" from it, and
+    // scripts match on it (issue 25, item 5).
     let (subtype, is_error) = match outcome {
         Outcome::Success if run.errors.is_empty() => (ResultSubtype::Success, false),
-        Outcome::MaxTurns => (ResultSubtype::ErrorMaxTurns, true),
+        Outcome::MaxTurns => {
+            // The reference counts the turn the limit refused: `--max-turns 1` ends
+            // with `num_turns` 2.
+            run.num_turns += 1;
+            run.errors.insert(
+                0,
+                format!(
+                    "Reached maximum number of turns ({})",
+                    inner.max_turns.unwrap_or_default()
+                ),
+            );
+            (ResultSubtype::ErrorMaxTurns, true)
+        }
         Outcome::MaxBudget => {
-            run.errors.push(format!(
-                "the session reached its budget of ${:.2} (--max-budget-usd)",
-                inner.sdk.max_budget_usd.unwrap_or_default()
-            ));
+            // The budget as typed (`0.5`, `2`): f64's `Display` is the shortest text
+            // that reads back as the number, without an exponent.
+            run.errors.insert(
+                0,
+                format!(
+                    "Reached maximum budget (${})",
+                    inner.sdk.max_budget_usd.unwrap_or_default()
+                ),
+            );
             (ResultSubtype::ErrorMaxBudgetUsd, true)
         }
         Outcome::StructuredRetries => {
-            run.errors.push(format!(
-                "no answer matched the --json-schema schema in {} attempts",
-                crate::structured::MAX_ATTEMPTS
-            ));
+            run.errors.insert(
+                0,
+                format!(
+                    "Failed to provide valid structured output after {} attempts",
+                    crate::structured::MAX_ATTEMPTS
+                ),
+            );
             (ResultSubtype::ErrorMaxStructuredOutputRetries, true)
         }
         Outcome::Interrupted => {
@@ -243,6 +266,14 @@ fn result_message(
         background_tasks: Vec::new(),
         uuid: uuid::Uuid::new_v4().to_string(),
     }
+}
+
+/// Whether the session has spent its `--max-budget-usd`.
+fn over_budget(inner: &TurnContext<'_>) -> bool {
+    inner
+        .sdk
+        .max_budget_usd
+        .is_some_and(|budget| inner.bootstrap.total_cost_usd() >= budget)
 }
 
 /// The turn itself. `Err` carries a failure already phrased for the user.
@@ -312,11 +343,7 @@ async fn turn(
         if inner.max_turns.is_some_and(|max| run.num_turns >= max) {
             return Ok(Outcome::MaxTurns);
         }
-        if inner
-            .sdk
-            .max_budget_usd
-            .is_some_and(|budget| inner.bootstrap.total_cost_usd() >= budget)
-        {
+        if over_budget(inner) {
             return Ok(Outcome::MaxBudget);
         }
         run.num_turns += 1;
@@ -393,6 +420,12 @@ async fn turn(
                         .map_err(|e| format!("a Stop hook's reason could not be recorded: {e}"))?;
                     push_message(inner, message);
                     continue;
+                }
+                // The session's budget is checked after the last response too: a turn
+                // whose answer spent past it ends in `error_max_budget_usd`, as the
+                // reference's does (a sub-agent's answer is its caller's to weigh).
+                None if !inner.is_subagent() && over_budget(inner) => {
+                    return Ok(Outcome::MaxBudget);
                 }
                 None => return Ok(Outcome::Success),
             }

@@ -10,7 +10,7 @@ use strata_agent::engine::{
 use strata_agent::hooks::Hooks;
 use strata_protocol::message::Message;
 use strata_protocol::sdk::{
-    ControlResponse, ResultMessage, ResultSubtype, SdkMessage, StatusMessage, SystemMessage,
+    ControlResponse, ResultMessage, SdkMessage, StatusMessage, SystemMessage,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -448,20 +448,13 @@ fn print_final(format: OutputFormat, result: &ResultMessage) {
     let _ = out.flush();
 }
 
-/// What a failed run says in text mode.
+/// What a failed run says in text mode: its `errors` (the first is the reference's text
+/// for the way it ended, `Reached maximum number of turns (1)`).
 fn error_text(result: &ResultMessage) -> String {
     let detail = result.errors.join("; ");
-    match result.subtype {
-        ResultSubtype::ErrorMaxTurns => format!(
-            "reached the maximum number of turns ({}){}",
-            result.num_turns,
-            if detail.is_empty() {
-                String::new()
-            } else {
-                format!(": {detail}")
-            }
-        ),
-        _ if !detail.is_empty() => detail,
-        _ => "the run ended in error".into(),
+    if detail.is_empty() {
+        "the run ended in error".into()
+    } else {
+        detail
     }
 }
