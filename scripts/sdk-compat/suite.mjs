@@ -79,6 +79,27 @@ async function collect(prompt, options) {
   return out;
 }
 
+/** The messages of a run that must end in an error result, and the error the SDK threw. */
+async function raised(prompt, options) {
+  const messages = [];
+  try {
+    for await (const m of query({ prompt, options })) messages.push(m);
+  } catch (error) {
+    return { messages, error };
+  }
+  throw new Error(`no error was raised; messages: ${JSON.stringify(messages)}`);
+}
+
+/** The result carries `text` first in `errors`, and the SDK raised the reference's message. */
+function checkErrorResult(messages, error, subtype, text) {
+  const expected = `Claude Code returned an error result: ${text}`;
+  assert(String(error.message).startsWith(expected), `raised ${JSON.stringify(String(error.message))}, expected ${JSON.stringify(expected)}`);
+  const r = resultOf(messages);
+  assert(r.subtype === subtype && r.is_error, JSON.stringify(r));
+  assert(Array.isArray(r.errors) && r.errors[0] === text, JSON.stringify(r.errors));
+  return r;
+}
+
 /** A prompt stream the test feeds one user message at a time. */
 function promptQueue() {
   const waiting = [];
@@ -171,15 +192,16 @@ const cases = [
     const reqs = await mock.requests();
     assert(reqs[0].model === "claude-sonnet-4-5", reqs[0].model);
   }],
+  // Each command writes a file: a read-only one (`echo x`) runs without asking anyone.
   ["can_use_tool allow and deny", [
-    { tool_use: { id: "toolu_a", name: "Bash", input: { command: "echo allowed" } } },
-    { tool_use: { id: "toolu_b", name: "Bash", input: { command: "echo denied" } } },
+    { tool_use: { id: "toolu_a", name: "Bash", input: { command: "echo allowed | tee allowed.txt" } } },
+    { tool_use: { id: "toolu_b", name: "Bash", input: { command: "echo denied | tee denied.txt" } } },
     { text: "done" },
   ], async (mock) => {
     const asked = [];
     const canUseTool = async (name, input) => {
       asked.push(input.command);
-      return input.command === "echo allowed"
+      return input.command === "echo allowed | tee allowed.txt"
         ? { behavior: "allow", updatedInput: input }
         : { behavior: "deny", message: "not this one" };
     };
@@ -187,7 +209,7 @@ const cases = [
     prompts.push("run two commands");
     prompts.end();
     const messages = await collect(prompts, mock.options({ canUseTool }));
-    assert(JSON.stringify(asked) === JSON.stringify(["echo allowed", "echo denied"]), JSON.stringify(asked));
+    assert(JSON.stringify(asked) === JSON.stringify(["echo allowed | tee allowed.txt", "echo denied | tee denied.txt"]), JSON.stringify(asked));
     const reqs = JSON.stringify(await mock.requests());
     assert(reqs.includes("allowed") && reqs.includes("not this one"), "results reached the model");
     assert(resultOf(messages).subtype === "success", "success");
@@ -217,16 +239,26 @@ const cases = [
     assert(events.includes("message_start") && events.includes("content_block_delta"), JSON.stringify(events));
     assert(events.at(-1) === "message_stop", JSON.stringify(events));
   }],
-  ["max turns", [{ tool_use: { id: "toolu_m", name: "Bash", input: { command: "true" } } }], async (mock) => {
-    const messages = [];
-    try {
-      for await (const m of query({ prompt: "loop", options: mock.options({ maxTurns: 1, allowedTools: ["Bash"] }) })) messages.push(m);
-    } catch (e) {
-      // A failed run exits 1 after its result; the SDK may raise that.
-    }
-    const r = resultOf(messages);
-    assert(r.subtype === "error_max_turns" && r.is_error, JSON.stringify(r));
-    assert(Array.isArray(r.errors), "errors is an array");
+  // Issue 25, item 5: each error result carries the reference's `errors` text, and the
+  // SDK raises the reference's message from it (not "process exited with code 1").
+  ["max turns (error result text)", [{ tool_use: { id: "toolu_m", name: "Bash", input: { command: "true" } } }], async (mock) => {
+    const { messages, error } = await raised("loop", mock.options({ maxTurns: 1, allowedTools: ["Bash"] }));
+    const r = checkErrorResult(messages, error, "error_max_turns", "Reached maximum number of turns (1)");
+    assert(r.num_turns === 2, `num_turns counts the refused turn: ${r.num_turns}`);
+  }],
+  ["max budget (error result text)", [{ text: "PONG" }], async (mock) => {
+    const { messages, error } = await raised("ping", mock.options({ maxBudgetUsd: 0.00001 }));
+    checkErrorResult(messages, error, "error_max_budget_usd", "Reached maximum budget ($0.00001)");
+  }],
+  ["structured output retries (error result text)", Array.from({ length: 5 }, () => ({ text: "Lyon, I think." })), async (mock) => {
+    const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
+    const { messages, error } = await raised("which city?", mock.options({ outputFormat: { type: "json_schema", schema } }));
+    checkErrorResult(
+      messages,
+      error,
+      "error_max_structured_output_retries",
+      "Failed to provide valid structured output after 5 attempts",
+    );
   }],
   ["resume", [{ text: "noted" }, { text: "42" }], async (mock) => {
     const first = await collect("remember 42", mock.options());

@@ -139,7 +139,7 @@ async def can_use_tool(mock):
 
     async def decide(tool_name, tool_input, context):
         asked.append((tool_name, tool_input))
-        if tool_input.get("command") == "echo allowed":
+        if tool_input.get("command") == "echo allowed | tee allowed.txt":
             return PermissionResultAllow()
         return PermissionResultDeny(message="not this one")
 
@@ -152,7 +152,9 @@ async def can_use_tool(mock):
             prompt=prompts(), options=mock.options(can_use_tool=decide, permission_mode="default")
         )
     ]
-    assert [a[1]["command"] for a in asked] == ["echo allowed", "echo denied"], asked
+    # Each command writes a file: a read-only one (`echo x`) runs without asking anyone.
+    commands = [a[1]["command"] for a in asked]
+    assert commands == ["echo allowed | tee allowed.txt", "echo denied | tee denied.txt"], asked
     results = [
         msg["content"]
         for r in mock.requests()[1:]
@@ -199,19 +201,59 @@ async def partial_messages(mock):
     assert events[-1] == "message_stop", events
 
 
-async def max_turns(mock):
-    # A failed run ends with an error result and exit code 1, which the SDK raises as
-    # ResultError after yielding the result.
+async def raised(prompt, options):
+    """The messages of a run that must end in an error result, and the ResultError the
+    SDK raised after yielding it (the CLI exits 1 after an error result)."""
     messages = []
     try:
-        async for m in query(prompt="loop", options=mock.options(max_turns=1, allowed_tools=["Bash"])):
+        async for m in query(prompt=prompt, options=options):
             messages.append(m)
-        raise AssertionError("no ResultError")
     except ResultError as e:
-        assert e.subtype == "error_max_turns", e.subtype
+        return messages, e
+    raise AssertionError(f"no ResultError; messages: {messages}")
+
+
+def check_error_result(messages, error, subtype, text):
+    """Issue 25, item 5: the result carries the reference's `errors` text, and the SDK
+    raises the reference's message from it (not "exit code 1")."""
+    assert error.subtype == subtype, error.subtype
+    expected = f"Claude Code returned an error result: {text}"
+    assert str(error).startswith(expected), f"raised {str(error)!r}, expected {expected!r}"
     result = result_of(messages)
-    assert result.subtype == "error_max_turns" and result.is_error, result
-    assert result.errors == [] or isinstance(result.errors, list), result.errors
+    assert result.subtype == subtype and result.is_error, result
+    assert result.errors and result.errors[0] == text, result.errors
+    return result
+
+
+async def max_turns(mock):
+    messages, error = await raised(
+        "loop", mock.options(max_turns=1, allowed_tools=["Bash"])
+    )
+    result = check_error_result(
+        messages, error, "error_max_turns", "Reached maximum number of turns (1)"
+    )
+    # The reference counts the turn the limit refused.
+    assert result.num_turns == 2, result.num_turns
+
+
+async def max_budget(mock):
+    # The one answer costs more than the budget: the turn ends in error.
+    messages, error = await raised("ping", mock.options(max_budget_usd=0.00001))
+    check_error_result(
+        messages, error, "error_max_budget_usd", "Reached maximum budget ($0.00001)"
+    )
+
+
+async def structured_output_retries(mock):
+    messages, error = await raised(
+        "which city?", mock.options(output_format={"type": "json_schema", "schema": SCHEMA})
+    )
+    check_error_result(
+        messages,
+        error,
+        "error_max_structured_output_retries",
+        "Failed to provide valid structured output after 5 attempts",
+    )
 
 
 async def resume(mock):
@@ -290,8 +332,8 @@ CASES = [
         "can_use_tool allow and deny",
         can_use_tool,
         [
-            {"tool_use": {"id": "toolu_a", "name": "Bash", "input": {"command": "echo allowed"}}},
-            {"tool_use": {"id": "toolu_b", "name": "Bash", "input": {"command": "echo denied"}}},
+            {"tool_use": {"id": "toolu_a", "name": "Bash", "input": {"command": "echo allowed | tee allowed.txt"}}},
+            {"tool_use": {"id": "toolu_b", "name": "Bash", "input": {"command": "echo denied | tee denied.txt"}}},
             {"text": "done"},
         ],
     ),
@@ -305,9 +347,15 @@ CASES = [
     ),
     ("partial messages", partial_messages, [{"text": "streamed"}]),
     (
-        "max turns",
+        "max turns (error result text)",
         max_turns,
         [{"tool_use": {"id": "toolu_m", "name": "Bash", "input": {"command": "true"}}}],
+    ),
+    ("max budget (error result text)", max_budget, [{"text": "PONG"}]),
+    (
+        "structured output retries (error result text)",
+        structured_output_retries,
+        [{"text": "Lyon, I think."} for _ in range(5)],
     ),
     ("resume", resume, [{"text": "noted"}, {"text": "42"}]),
     ("custom and appended system prompts", system_prompts, [{"text": "arr"}, {"text": "rhyme"}]),
