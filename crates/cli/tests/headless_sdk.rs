@@ -358,7 +358,9 @@ async fn max_budget_usd_stops_the_turn_with_error_max_budget_usd_once_spent() {
 async fn session_state_changed_messages_come_when_the_client_reads_them() {
     let env = Env::new();
     let server = MockServer::start().await.unwrap();
-    server.push(Reply::new().tool_use("toolu_1", "Bash", json!({"command": "true"})));
+    // A command that writes a file: a read-only one runs without asking, and the
+    // question (`requires_action`) is what this test watches for.
+    server.push(Reply::new().tool_use("toolu_1", "Bash", json!({"command": "touch asked.txt"})));
     server.push(Reply::new().text("one"));
     let mut cmd = env.command(Some(&server), &SDK_START);
     cmd.env("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1");
