@@ -46,6 +46,8 @@ pub struct SessionSummary {
     pub project_folder: PathBuf,
     /// The working directory the session recorded (the real project path).
     pub cwd: Option<String>,
+    /// The git branch the session started on, when its transcript names one.
+    pub git_branch: Option<String>,
     /// The custom title, else the AI title.
     pub title: Option<String>,
     /// The first prompt the user typed (commands and meta messages skipped), shortened to
@@ -295,6 +297,7 @@ fn summary_of(dir: &Path, f: &Found, s: &ScanState) -> SessionSummary {
         path: f.path.clone(),
         project_folder: dir.to_path_buf(),
         cwd: s.cwd.clone(),
+        git_branch: s.git_branch.clone(),
         title: s.custom_title.clone().or_else(|| s.ai_title.clone()),
         first_prompt: s.first_prompt.clone().or_else(|| s.command.clone()),
         message_count: s.message_count,

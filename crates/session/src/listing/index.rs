@@ -13,7 +13,7 @@ use super::summary::ScanState;
 /// The index file's name inside a project folder.
 pub(crate) const FILE_NAME: &str = ".strata-sessions-index.json";
 /// Bumped when the summary changes meaning; an index of another version is rebuilt.
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 
 /// One transcript's entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

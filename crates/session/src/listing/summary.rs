@@ -25,6 +25,9 @@ pub(crate) struct ScanState {
     pub(crate) created_at: Option<String>,
     pub(crate) updated_at: Option<String>,
     pub(crate) cwd: Option<String>,
+    /// The git branch the session started on (the `gitBranch` of its first lines).
+    #[serde(default)]
+    pub(crate) git_branch: Option<String>,
     pub(crate) custom_title: Option<String>,
     pub(crate) ai_title: Option<String>,
     /// Lines that are not transcript records (not JSON, torn, a raw control character):
@@ -148,6 +151,9 @@ impl ScanState {
         if self.cwd.is_none() {
             self.cwd = l.text_of(buf, l.cwd).map(|t| t.into_owned());
         }
+        if self.git_branch.is_none() {
+            self.git_branch = git_branch(&buf[start..end]);
+        }
         if user
             && self.first_prompt.is_none()
             && !l.has(flag::META)
@@ -160,6 +166,19 @@ impl ScanState {
             }
         }
     }
+}
+
+/// A line's top-level `gitBranch` (a plain string; one with escapes is left out). The
+/// key is found by its bytes: inside a JSON string its quotes would be escaped, so the
+/// match is a key; the line reader keeps no span for it, since resume does not use it.
+fn git_branch(line: &[u8]) -> Option<String> {
+    const KEY: &[u8] = b"\"gitBranch\":\"";
+    let at = memchr::memmem::find(line, KEY)? + KEY.len();
+    let len = memchr::memchr2(b'"', b'\\', &line[at..])?;
+    if line[at + len] != b'"' {
+        return None;
+    }
+    String::from_utf8(line[at..at + len].to_vec()).ok()
 }
 
 /// The timestamp of the last line that has one, searching backwards from `last`.
@@ -252,6 +271,24 @@ fn shorten(t: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn i25_6_the_summary_keeps_the_branch_the_session_started_on() {
+        let line = |branch: &str, text: &str| {
+            format!(
+                r#"{{"parentUuid":null,"isSidechain":false,"cwd":"/w","sessionId":"s","gitBranch":"{branch}","type":"user","message":{{"role":"user","content":"{text}"}},"uuid":"u-{text}","timestamp":"2026-01-01T00:00:00.000Z"}}"#
+            ) + "\n"
+        };
+        let mut state = ScanState::default();
+        state.feed(line("feature/x", "first").as_bytes());
+        state.feed(line("main", "second").as_bytes());
+        assert_eq!(state.git_branch.as_deref(), Some("feature/x"));
+        // A prompt that mentions the key is text, not the key.
+        assert_eq!(
+            git_branch(br#"{"message":"say \"gitBranch\":\"no\""}"#),
+            None
+        );
+    }
 
     #[test]
     fn prompts_skip_command_output_and_keep_commands_as_a_fallback() {

@@ -1,6 +1,10 @@
-//! The `/resume` picker: sessions newest first, fuzzy over title and first prompt.
+//! The `/resume` picker: sessions newest first, fuzzy over title and first prompt; each
+//! row says how long ago the session was last written, how many messages it has and the
+//! git branch it was on.
 
 use ratatui::style::{Color, Modifier, Style};
+use std::time::{Duration, SystemTime};
+
 use ratatui::text::{Line, Span};
 use strata_session::listing::SessionSummary;
 
@@ -58,6 +62,7 @@ impl SessionPicker {
     pub fn render(&self, width: u16, height: usize, color: bool) -> Vec<Line<'static>> {
         let st = |s: Style| if color { s } else { Style::default() };
         let sel = self.list.selected();
+        let now = SystemTime::now();
         let start = sel.saturating_sub(height.saturating_sub(1));
         (start..self.matches().len().min(start + height))
             .filter_map(|n| {
@@ -74,7 +79,7 @@ impl SessionPicker {
                     .chars()
                     .filter(|c| !c.is_control())
                     .collect();
-                let meta = format!("  {} messages", s.message_count);
+                let meta = meta(s, now);
                 let mark = if n == sel { "❯ " } else { "  " };
                 let room = (width as usize)
                     .saturating_sub(2 + meta.chars().count())
@@ -95,4 +100,34 @@ impl SessionPicker {
             })
             .collect()
     }
+}
+
+/// A row's details: `  3 minutes ago · 12 messages · main`.
+fn meta(s: &SessionSummary, now: SystemTime) -> String {
+    let messages = match s.message_count {
+        1 => "1 message".to_owned(),
+        n => format!("{n} messages"),
+    };
+    let mut out = format!("  {} · {messages}", age(s.modified, now));
+    if let Some(branch) = s.git_branch.as_deref().filter(|b| !b.is_empty()) {
+        let branch: String = branch.chars().filter(|c| !c.is_control()).collect();
+        out.push_str(&format!(" · {branch}"));
+    }
+    out
+}
+
+/// How long before `now` `then` was, in words: `just now`, `3 minutes ago`, `1 hour
+/// ago`, `2 days ago`, `5 months ago`, `2 years ago` (a clock set back reads `just now`).
+pub(super) fn age(then: SystemTime, now: SystemTime) -> String {
+    let secs = now.duration_since(then).unwrap_or(Duration::ZERO).as_secs();
+    let (n, unit) = match secs {
+        0..60 => return "just now".to_owned(),
+        60..3_600 => (secs / 60, "minute"),
+        3_600..86_400 => (secs / 3_600, "hour"),
+        86_400..2_592_000 => (secs / 86_400, "day"),
+        2_592_000..31_536_000 => (secs / 2_592_000, "month"),
+        _ => (secs / 31_536_000, "year"),
+    };
+    let plural = if n == 1 { "" } else { "s" };
+    format!("{n} {unit}{plural} ago")
 }

@@ -13,6 +13,7 @@ fn summary(i: usize, title: Option<&str>, prompt: &str) -> SessionSummary {
         path: PathBuf::from(format!("s{i}.jsonl")),
         project_folder: PathBuf::from("p"),
         cwd: None,
+        git_branch: None,
         title: title.map(str::to_owned),
         first_prompt: Some(prompt.to_owned()),
         message_count: i,
@@ -99,4 +100,41 @@ fn at_token_finds_the_word_before_the_cursor() {
     assert_eq!(at_token("look at @src/ma", 15), Some((8, "src/ma")));
     assert_eq!(at_token("mail@example", 12), None);
     assert_eq!(at_token("@", 1), Some((0, "")));
+}
+
+#[test]
+fn i25_6_resume_rows_say_how_old_each_session_is_its_messages_and_its_branch() {
+    let now = SystemTime::now();
+    let mut recent = summary(12, Some("Fix the parser"), "fix it");
+    recent.modified = now - Duration::from_secs(3 * 60 + 5);
+    recent.git_branch = Some("feature/parser".into());
+    let mut old = summary(1, None, "an old one");
+    old.modified = now - Duration::from_secs(2 * 86_400 + 60);
+    let p = SessionPicker::new(vec![old, recent]);
+    let rows: Vec<String> = p
+        .render(100, 10, false)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0].starts_with("❯ Fix the parser"), "{rows:?}");
+    assert!(
+        rows[0].ends_with("3 minutes ago · 12 messages · feature/parser"),
+        "{rows:?}"
+    );
+    assert!(rows[1].ends_with("2 days ago · 1 message"), "{rows:?}");
+}
+
+#[test]
+fn i25_6_ages_read_as_words() {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let ago = |secs: u64| session::age(now - Duration::from_secs(secs), now);
+    assert_eq!(ago(5), "just now");
+    assert_eq!(ago(60), "1 minute ago");
+    assert_eq!(ago(3 * 3_600 + 10), "3 hours ago");
+    assert_eq!(ago(86_400), "1 day ago");
+    assert_eq!(ago(65 * 86_400), "2 months ago");
+    assert_eq!(ago(800 * 86_400), "2 years ago");
+    // A transcript written "in the future" (a clock set back) is not a negative age.
+    assert_eq!(session::age(now + Duration::from_secs(90), now), "just now");
 }
