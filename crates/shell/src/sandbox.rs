@@ -174,7 +174,8 @@ impl std::fmt::Debug for PreparedSandbox {
 impl PreparedSandbox {
     /// Makes `cmd` run under this sandbox: its environment gets `TMPDIR` (and the proxy
     /// variables), its child enters the sandbox before exec. `spawn` fails (and nothing
-    /// runs) if the sandbox cannot be entered.
+    /// runs) if the sandbox cannot be entered. For a `tokio::process::Command`, pass
+    /// `cmd.as_std_mut()`.
     pub fn apply(&self, cmd: &mut std::process::Command) {
         for (key, value) in &self.env {
             cmd.env(key, value);
@@ -301,7 +302,7 @@ fn c_path(path: &Path) -> Result<CString, SandboxError> {
 }
 
 fn unix_addr(path: &Path) -> Result<libc::sockaddr_un, SandboxError> {
-    // SAFETY-free: sockaddr_un is plain data; zeroed by hand.
+    // Built here, before the fork: the child only passes it to connect(2).
     let mut addr = libc::sockaddr_un {
         sun_family: libc::AF_UNIX as libc::sa_family_t,
         sun_path: [0; 108],

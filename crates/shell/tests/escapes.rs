@@ -197,6 +197,16 @@ fn i26_tests_protected_paths_stay_read_only() {
         ("echo '{}' > .claude/settings.json", ".claude/settings.json"),
         ("echo '{\"mcpServers\":{}}' > .mcp.json", ".mcp.json"),
         ("rm -rf .strata && mkdir .strata", ".strata"),
+        // Root in the command's user namespace still cannot undo the read-only mounts:
+        // Landlock forbids mount changes.
+        (
+            "umount .git/hooks; mount -o remount,bind,rw .git/hooks; echo x > .git/hooks/pre-commit",
+            ".git/hooks/pre-commit",
+        ),
+        (
+            "unshare -m sh -c 'umount .git/hooks; echo x > .git/hooks/pre-commit'",
+            ".git/hooks/pre-commit",
+        ),
     ] {
         let before = std::fs::read(w.project.join(path)).ok();
         let out = w.run("sh", &["-c", script]);
