@@ -284,6 +284,14 @@ impl Recorder {
         self.writer.turn_end()
     }
 
+    /// Ends the session's writing: everything written so far is durable and the file
+    /// is closed and unlocked when this returns, whatever other handle still exists
+    /// (a background task winding down); later lines are refused.
+    pub(crate) fn shutdown(&self) -> Result<(), WriterError> {
+        // Also without persistence: a resumed file is open and locked all the same.
+        self.writer.shutdown()
+    }
+
     /// Whether the transcript file exists yet (it is created with the first message).
     pub(crate) fn file_exists(&self) -> bool {
         self.writer.file_exists()

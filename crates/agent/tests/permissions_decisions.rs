@@ -350,7 +350,7 @@ fn accept_edits_sees_through_symlinks_leaving_the_project() {
 }
 
 #[test]
-fn plan_mode_allows_only_read_only_tools() {
+fn plan_mode_allows_only_read_only_tools_i25_7_read_only_commands_run() {
     let e = env();
     let inside = e.root.join("src/a.rs");
     run(
@@ -380,13 +380,72 @@ fn plan_mode_allows_only_read_only_tools() {
                 bash("rm -rf src"),
                 Want::Deny,
             ),
+            // Issue 25 item 7: a command the analysis classes read-only is a read of
+            // what it names, in plan mode as in the others.
             row(
-                "bash read-only still needs approval",
+                "bash read-only inside the project",
                 Plan,
                 &Bash,
                 bash("git log"),
+                Want::Allow,
+            ),
+            row("ls", Plan, &Bash, bash("ls -la src"), Want::Allow),
+            row(
+                "grep with a pipe",
+                Plan,
+                &Bash,
+                bash("grep -rn foo src | head -5"),
+                Want::Allow,
+            ),
+            row("ls in default mode", Default, &Bash, bash("ls"), Want::Allow),
+            row(
+                "read-only but outside the project",
+                Plan,
+                &Bash,
+                bash("cat ~/.ssh/id_ed25519"),
                 Want::Ask,
             ),
+            row(
+                "read-only from an input redirection",
+                Plan,
+                &Bash,
+                bash("cat < ../../etc/passwd"),
+                Want::Ask,
+            ),
+            row(
+                "read-only with an expansion",
+                Plan,
+                &Bash,
+                bash("cat \"$HOME/.aws/credentials\""),
+                Want::Ask,
+            ),
+            row(
+                "read-only in the additional directory",
+                Default,
+                &Bash,
+                bash(&format!("cat {}/lib.rs", e.extra.display())),
+                Want::Allow,
+            ),
+            Row {
+                deny: &["Read(./.env)"],
+                ..row(
+                    "a Read deny rule holds for cat",
+                    Plan,
+                    &Bash,
+                    bash("cat .env"),
+                    Want::Ask,
+                )
+            },
+            Row {
+                ask: &["Read(./secrets/**)"],
+                ..row(
+                    "a Read ask rule holds for grep",
+                    Default,
+                    &Bash,
+                    bash("grep key secrets/api.txt"),
+                    Want::Ask,
+                )
+            },
             Row {
                 allow: &["Bash(git log:*)"],
                 ..row(

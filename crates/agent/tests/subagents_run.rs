@@ -690,3 +690,38 @@ async fn sp3_a_resumed_session_is_told_its_background_tasks_are_gone() {
     assert!(body.contains(&format!("{id} (Bash: Long sleep)")), "{body}");
     engine.close().await.unwrap();
 }
+
+/// Regression (issue 25 item 10): `sp3_a_resumed_session_is_told_its_background_tasks_are_gone`
+/// failed under load with `Transcript(Locked { holder: None })` when the session just
+/// closed was reopened. The root store (whose effects hub holds the transcript's
+/// recorder) lived on in tasks still winding down after the close — here a clone kept
+/// by the test stands for them — so the writer thread, and its lock, outlived
+/// `Engine::close`. Closed now means closed: the file is unlocked when `close` returns.
+#[tokio::test]
+async fn regression_a_closed_session_reopens_at_once_while_its_store_lives_on() {
+    let env = env();
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().text("First."));
+    let opts = options(&env, &server, Arc::new(Collect::default()), None);
+    let engine = Engine::open(opts).await.unwrap();
+    let first = engine
+        .run_prompt(Message::user_text("Hello"), CancellationToken::new())
+        .await;
+    assert_eq!(first.subtype, ResultSubtype::Success, "{:?}", first.errors);
+    let session = engine.session_id();
+    let straggler = engine.store().clone();
+    engine.close().await.unwrap();
+
+    server.push(Reply::new().text("Second."));
+    let mut opts = options(&env, &server, Arc::new(Collect::default()), None);
+    opts.resume = Some(strata_agent::engine::ResumeTarget::Session(session));
+    let engine = Engine::open(opts)
+        .await
+        .expect("the session just closed reopens at once");
+    let again = engine
+        .run_prompt(Message::user_text("Again"), CancellationToken::new())
+        .await;
+    assert_eq!(again.subtype, ResultSubtype::Success, "{:?}", again.errors);
+    engine.close().await.unwrap();
+    drop(straggler);
+}

@@ -430,6 +430,43 @@ impl TranscriptWriter {
         self.sync()
     }
 
+    /// Stops the writer for every handle: what was appended is written and fsynced, the
+    /// file is closed (its lock released) and the thread has ended when this returns.
+    /// Appending through any handle afterwards fails with [`WriterError::Stopped`].
+    ///
+    /// For the end of a session. [`close`](Self::close) stops the thread only with the
+    /// last handle, and work still winding down after a session ended (a cancelled
+    /// background task holding a clone to record its last line) would keep the file
+    /// locked for a moment after the session "closed": resuming it right away (`strata
+    /// -c` just after, or a host reopening it) then failed with [`WriterError::Locked`].
+    pub fn shutdown(&self) -> Result<(), WriterError> {
+        let synced = self.sync();
+        self.inner.queue.close();
+        let thread = self
+            .inner
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread
+            && thread.join().is_err()
+        {
+            return Err(self.stopped());
+        }
+        match synced {
+            // Nothing was appended after the sync above could see it: a failure of
+            // the last write would have failed the sync.
+            Ok(()) => Ok(()),
+            // A handle's sync after another handle's shutdown: the thread is gone and
+            // what it had was made durable by that shutdown (or reported there).
+            Err(WriterError::Stopped { .. }) => match self.inner.shared.current_error() {
+                Some(stored) => Err(WriterError::from_stored(&self.inner.path, stored)),
+                None => Ok(()),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
     /// Queues a whole line; returns its end position (for the written acknowledgement).
     fn send(&self, line: &[u8], starts: bool) -> Result<u64, WriterError> {
         let position = self

@@ -166,3 +166,34 @@ fn sp5_lazily_created_file_is_locked_against_a_late_second_writer() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(text.lines().count(), 1, "{text}");
 }
+
+/// Regression (issue 25 item 10, "a session cannot always be reopened right after it
+/// closed"): a clone of the writer still held by work winding down — a cancelled
+/// background task about to record its last line — kept the transcript locked after
+/// the session closed, and reopening it at once failed with `Locked { holder: None }`.
+/// `shutdown` releases the file whatever other handle lives.
+#[test]
+fn regression_reopen_right_after_shutdown_while_a_clone_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let writer = TranscriptWriter::open(&path).unwrap();
+    writer.append(&json!({"type": "user", "n": 1})).unwrap();
+    let straggler = writer.clone();
+    writer.shutdown().unwrap();
+
+    let again = TranscriptWriter::open(&path).expect("the closed transcript reopens at once");
+    again.append(&json!({"type": "user", "n": 2})).unwrap();
+    // The straggler's line is refused, never written after the new writer's lines.
+    assert!(matches!(
+        straggler.append(&json!({"type": "user", "n": 3})),
+        Err(WriterError::Stopped { .. })
+    ));
+    drop(straggler);
+    again.close().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let ns: Vec<i64> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ns, [1, 2], "{text}");
+}

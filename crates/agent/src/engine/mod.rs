@@ -636,7 +636,9 @@ impl Engine {
         inner.lifetime.cancel();
         inner.agents.shutdown();
         tokio::task::spawn_blocking(move || {
-            let synced = inner.recorder.turn_end();
+            // Closed means closed: the transcript is unlocked when this returns, even
+            // while a cancelled background task still holds the recorder (issue 25).
+            let synced = inner.recorder.shutdown();
             let mut warnings = Vec::new();
             if inner.recorder.file_exists() {
                 let summary = inner.bootstrap.cost_summary();

@@ -273,6 +273,14 @@ impl Permissions<'_> {
         if call.read_only && (inside || readable || matches!(call.subject, Subject::None)) {
             return Ok(PermissionDecision::Allow);
         }
+        // A command the analysis classes read-only is a read of the files it names:
+        // allowed as a Read of them would be (issue 25 item 7: plan mode's `ls`).
+        if call.read_only
+            && let Subject::Command(line) = &call.subject
+            && self.command_reads_allowed(line, call.cwd)
+        {
+            return Ok(PermissionDecision::Allow);
+        }
         // Protected paths were sent to the prompt above.
         if self.state.mode == PermissionMode::AcceptEdits
             && call.class == Class::EditsPath
@@ -349,6 +357,37 @@ impl Permissions<'_> {
             protected,
             unknown: found.unknown.into_iter().next(),
         }
+    }
+
+    /// Whether every file a read-only command line may read is known and readable
+    /// without a prompt: inside the working or readable directories, and named by no
+    /// Read deny or ask rule (`cat .env` must not pass a `Read(.env)` rule by).
+    fn command_reads_allowed(&self, line: &CommandLine, cwd: &Path) -> bool {
+        let Some(paths) = super::command_reads::paths_read(line, cwd, self.env.home.as_deref())
+        else {
+            return false;
+        };
+        paths.iter().all(|path| {
+            let path = ResolvedPath::new(path, cwd);
+            let readable = self.inside_working_dirs(&path)
+                || self.env.readable_dirs.iter().any(|d| is_inside(&path, d));
+            let describe = format!("Read on {}", path.lexical.display());
+            let as_read = Call {
+                tool: "Read",
+                needs_permission: true,
+                cwd,
+                read_only: true,
+                asks_the_user: false,
+                class: Class::ReadsPath,
+                subject: Subject::Path(path),
+                describe,
+                protected: None,
+                bash: BashWrites::default(),
+            };
+            readable
+                && self.first_match(RuleBehavior::Deny, &as_read).is_none()
+                && self.first_match(RuleBehavior::Ask, &as_read).is_none()
+        })
     }
 
     fn inside_working_dirs(&self, path: &ResolvedPath) -> bool {

@@ -45,6 +45,7 @@
 //! (Read, Glob, Grep). See `matching` for the pattern syntax. Modes and the bypass
 //! gate are in `mode`.
 
+mod command_reads;
 mod decide;
 mod denials;
 pub(crate) mod matching;
