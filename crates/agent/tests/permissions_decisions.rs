@@ -397,7 +397,13 @@ fn plan_mode_allows_only_read_only_tools_i25_7_read_only_commands_run() {
                 bash("grep -rn foo src | head -5"),
                 Want::Allow,
             ),
-            row("ls in default mode", Default, &Bash, bash("ls"), Want::Allow),
+            row(
+                "ls in default mode",
+                Default,
+                &Bash,
+                bash("ls"),
+                Want::Allow,
+            ),
             row(
                 "read-only but outside the project",
                 Plan,

@@ -37,11 +37,7 @@ async fn i25_7_plan_mode_runs_read_only_commands_in_every_output_mode() {
         server.push(
             Reply::new()
                 .tool_use("t_ls", "Bash", json!({"command": "ls -la"}))
-                .tool_use(
-                    "t_key",
-                    "Bash",
-                    json!({"command": "cat ~/.ssh/id_ed25519"}),
-                )
+                .tool_use("t_key", "Bash", json!({"command": "cat ~/.ssh/id_ed25519"}))
                 .tool_use("t_rm", "Bash", json!({"command": "rm marker-file.txt"})),
         );
         server.push(Reply::new().text("Planned."));

@@ -193,7 +193,11 @@ fn regression_reopen_right_after_shutdown_while_a_clone_lives() {
     let text = std::fs::read_to_string(&path).unwrap();
     let ns: Vec<i64> = text
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_i64().unwrap())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["n"]
+                .as_i64()
+                .unwrap()
+        })
         .collect();
     assert_eq!(ns, [1, 2], "{text}");
 }
