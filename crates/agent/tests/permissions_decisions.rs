@@ -94,7 +94,8 @@ fn default_mode_allows_read_only_inside_and_asks_for_the_rest() {
                 json!({"file_path": inside, "content": ""}),
                 Want::Ask,
             ),
-            row("bash read-only", Default, &Bash, bash("ls"), Want::Ask),
+            // Issue 25 item 7: a read-only command inside the project is a read.
+            row("bash read-only", Default, &Bash, bash("ls"), Want::Allow),
             row("bash", Default, &Bash, bash("npm install"), Want::Ask),
         ],
     );
@@ -506,7 +507,7 @@ fn dont_ask_denies_whatever_would_prompt() {
                 edit(&e.root.join("a")),
                 Want::Deny,
             ),
-            row("bash", DontAsk, &Bash, bash("ls"), Want::Deny),
+            row("bash", DontAsk, &Bash, bash("npm install"), Want::Deny),
             Row {
                 allow: &["Bash(npm test:*)"],
                 ..row(
@@ -531,7 +532,7 @@ fn dont_ask_denies_whatever_would_prompt() {
         ],
     );
     let c = ctx(&e, DontAsk, &[], &[], &[]);
-    match c.check(&Bash, &bash("ls"), &e.root) {
+    match c.check(&Bash, &bash("npm install"), &e.root) {
         PermissionDecision::Deny { reason } => assert!(reason.contains("dontAsk"), "{reason}"),
         other => panic!("{other:?}"),
     }

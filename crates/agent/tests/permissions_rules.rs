@@ -18,7 +18,7 @@ use strata_protocol::permission::PermissionMode::*;
 #[test]
 fn compound_bash_is_allowed_only_if_every_part_is() {
     let e = env();
-    let allow: &[&str] = &["Bash(npm test:*)", "Bash(echo:*)", "Bash(git status)"];
+    let allow: &[&str] = &["Bash(npm test:*)", "Bash(echo:*)", "Bash(git stash)"];
     let r = |name, cmd: &str, want| Row {
         allow,
         ..row(name, Default, &Bash, bash(cmd), want)
@@ -28,8 +28,8 @@ fn compound_bash_is_allowed_only_if_every_part_is() {
         vec![
             r("single prefix match", "npm test -- --watch", Want::Allow),
             r("prefix is word-bounded", "npm testing", Want::Ask),
-            r("exact", "git status", Want::Allow),
-            r("exact does not prefix", "git status --short", Want::Ask),
+            r("exact", "git stash", Want::Allow),
+            r("exact does not prefix", "git stash pop", Want::Ask),
             r(
                 "and-chain all allowed",
                 "npm test && echo done",
