@@ -290,14 +290,24 @@ impl McpManager {
     }
 
     fn set_status(&self, name: &str, status: McpConnectionStatus, attempts: u32) {
+        // The readers' view is published before the waiters wake: a turn or a one-prompt
+        // run's `system/init` that waited for the server reads its status from the
+        // store, which said `pending` still when the waiter ran first (a flaky
+        // `system/init` under load).
         if let Some(slot) = self.slots().get_mut(name) {
             slot.reconnect_attempts = attempts;
             if status != McpConnectionStatus::Connected {
                 slot.peer = None;
             }
-            slot.status.send_replace(status);
+            slot.status.send_if_modified(|current| {
+                *current = status;
+                false
+            });
         }
         self.publish(name);
+        if let Some(slot) = self.slots().get(name) {
+            slot.status.send_modify(|_| {});
+        }
     }
 
     fn spawn(&self, name: &str) {

@@ -128,8 +128,11 @@ async fn i12_slash_export_writes_the_conversation_as_markdown() {
         .expect(&md);
     assert!(prompt < answer, "{md}");
     assert!(md.contains("It is cleared on save."), "{md}");
-    // Without a file name it says what is missing and writes nothing.
+    // Without a file name it says what is missing and writes nothing. (Enter on the
+    // command menu's `/export` first completes it, since it needs an argument; a second
+    // Enter runs it as typed.)
     ui.send("/export");
+    ui.key(KeyCode::Enter);
     assert!(ui.scrollback().contains("needs a file name"));
 }
 
