@@ -2,7 +2,7 @@
 //!
 //! Strata runs it outside the sandbox, listening on a Unix socket (a filesystem object, so
 //! reachable from the command's own network namespace through the forwarder of
-//! [`crate::child`], which listens on `127.0.0.1` inside and is what `HTTP(S)_PROXY` name).
+//! `child` (the module run in the forked child), which listens on `127.0.0.1` inside and is what `HTTP(S)_PROXY` name).
 //! It speaks HTTP/1.1 proxy requests: `CONNECT host:port` (HTTPS and anything else
 //! tunnelled; no TLS interception) and absolute-form `GET http://host/…` (plain HTTP,
 //! one request per connection). Every target host goes through a [`HostDecider`]: allowed,

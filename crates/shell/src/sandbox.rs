@@ -4,7 +4,7 @@
 //! [`Sandbox::prepare`] does all the work that allocates or may fail slowly — the
 //! filesystem snapshot, the Landlock ruleset, the seccomp program, the namespace maps —
 //! in the parent, before `fork`; [`PreparedSandbox::apply`] hooks the async-signal-safe
-//! rest ([`crate::child`]) into a `std::process::Command` (or a tokio one, through
+//! rest (`child` (the module run in the forked child)) into a `std::process::Command` (or a tokio one, through
 //! `as_std_mut`). Prepare once per command: the read rules are a snapshot.
 //!
 //! Fails closed: when the kernel cannot enforce what the policy needs (Landlock older than
