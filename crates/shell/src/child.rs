@@ -18,7 +18,7 @@
 //! 5. the proxy forwarder, when the network goes through the proxy: a listener bound on
 //!    `127.0.0.1:<port>` in the namespace *before* `exec` (so the command never races it),
 //!    served by a forked process that is neither Landlocked nor seccomp-filtered (it must
-//!    reach the proxy's Unix socket outside) and dies with the command (`PDEATHSIG`);
+//!    reach the proxy's Unix socket outside) and ends with the command (a pidfd of it);
 //! 6. `landlock_restrict_self`;
 //! 7. the seccomp filter (last: it refuses `AF_UNIX` sockets the steps above use).
 //!
@@ -220,10 +220,16 @@ unsafe fn start_forwarder(forwarder: &Forwarder) -> io::Result<()> {
             }
             0 => {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != parent {
+                // `PDEATHSIG` alone is not enough: the command is Landlocked (signal
+                // scoping) and the forwarder is not, and under load forwarders outlived
+                // their commands, reparented to init, for good. A pidfd of the command
+                // says when it is gone, whatever may signal whom; opened, then checked
+                // to be our parent still, so it cannot name a recycled pid.
+                let pidfd = libc::syscall(libc::SYS_pidfd_open, parent, 0) as libc::c_int;
+                if pidfd < 0 || libc::getppid() != parent {
                     libc::_exit(0);
                 }
-                serve_forwarder(listener, forwarder);
+                serve_forwarder(listener, pidfd, forwarder);
                 libc::_exit(0)
             }
             _ => {
@@ -236,7 +242,9 @@ unsafe fn start_forwarder(forwarder: &Forwarder) -> io::Result<()> {
 
 /// The forwarder's loop: each connection on `listener` is copied both ways to the proxy's
 /// Unix socket by a process of its own.
-unsafe fn serve_forwarder(listener: libc::c_int, forwarder: &Forwarder) {
+/// It returns when `command` (a pidfd of the sandboxed command) says the command ended,
+/// and each connection's process ends then too.
+unsafe fn serve_forwarder(listener: libc::c_int, command: libc::c_int, forwarder: &Forwarder) {
     // SAFETY: as in `start_forwarder`.
     unsafe {
         // Hold none of the command's descriptors: not its output pipes (a reader would
@@ -247,17 +255,37 @@ unsafe fn serve_forwarder(listener: libc::c_int, forwarder: &Forwarder) {
                 libc::dup2(null, fd);
             }
         }
-        let keep = libc::fcntl(listener, libc::F_DUPFD_CLOEXEC, 3);
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            (keep as u32).saturating_sub(1),
-            0u32,
-        );
-        libc::syscall(libc::SYS_close_range, (keep as u32) + 1, u32::MAX, 0u32);
-        let listener = keep;
+        let listener = libc::fcntl(listener, libc::F_DUPFD_CLOEXEC, 3);
+        let command = libc::fcntl(command, libc::F_DUPFD_CLOEXEC, 3);
+        let (low, high) = (listener.min(command) as u32, listener.max(command) as u32);
+        for (from, to) in [(3, low), (low + 1, high), (high + 1, u32::MAX)] {
+            if from < to {
+                libc::syscall(libc::SYS_close_range, from, to - 1, 0u32);
+            }
+        }
         libc::signal(libc::SIGCHLD, libc::SIG_IGN);
         loop {
+            let mut fds = [
+                libc::pollfd {
+                    fd: listener,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: command,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            if libc::poll(fds.as_mut_ptr(), 2, -1) < 0 {
+                if *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                return;
+            }
+            if fds[1].revents != 0 {
+                return;
+            }
             let conn = libc::accept4(
                 listener,
                 std::ptr::null_mut(),
@@ -282,7 +310,7 @@ unsafe fn serve_forwarder(listener: libc::c_int, forwarder: &Forwarder) {
                         len,
                     ) == 0
                 {
-                    pump(conn, upstream);
+                    pump(conn, upstream, command);
                 }
                 libc::_exit(0);
             }
@@ -291,8 +319,9 @@ unsafe fn serve_forwarder(listener: libc::c_int, forwarder: &Forwarder) {
     }
 }
 
-/// Copies `a` ⇄ `b` until both directions reach end of file.
-unsafe fn pump(a: libc::c_int, b: libc::c_int) {
+/// Copies `a` ⇄ `b` until both directions reach end of file or the command (the pidfd
+/// `command`) ends.
+unsafe fn pump(a: libc::c_int, b: libc::c_int, command: libc::c_int) {
     // SAFETY: as in `start_forwarder`; the buffer is on the stack.
     unsafe {
         let mut buf = [0u8; 16 * 1024];
@@ -309,11 +338,19 @@ unsafe fn pump(a: libc::c_int, b: libc::c_int) {
                     events: libc::POLLIN,
                     revents: 0,
                 },
+                libc::pollfd {
+                    fd: command,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
             ];
-            if libc::poll(fds.as_mut_ptr(), 2, -1) < 0 {
+            if libc::poll(fds.as_mut_ptr(), 3, -1) < 0 {
                 if *libc::__errno_location() == libc::EINTR {
                     continue;
                 }
+                return;
+            }
+            if fds[2].revents != 0 {
                 return;
             }
             for (i, (from, to)) in [(a, b), (b, a)].into_iter().enumerate() {
