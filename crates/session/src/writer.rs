@@ -441,16 +441,7 @@ impl TranscriptWriter {
     /// -c` just after, or a host reopening it) then failed with [`WriterError::Locked`].
     pub fn shutdown(&self) -> Result<(), WriterError> {
         let synced = self.sync();
-        self.inner.queue.close();
-        let thread = self
-            .inner
-            .thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(thread) = thread
-            && thread.join().is_err()
-        {
+        if !self.inner.stop() {
             return Err(self.stopped());
         }
         match synced {
@@ -491,19 +482,24 @@ impl TranscriptWriter {
     }
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // Closing the queue tells the thread to write what is left, fsync and stop;
-        // waiting for it makes "dropped" mean "durable" (DESIGN: fsync on exit).
+impl Inner {
+    /// Closes the queue, which tells the thread to write what is left, fsync and stop,
+    /// and waits for it (once: later calls find no thread). `false` if it panicked.
+    fn stop(&self) -> bool {
         self.queue.close();
         let thread = self
             .thread
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        if let Some(thread) = thread
-            && thread.join().is_err()
-        {
+        thread.is_none_or(|thread| thread.join().is_ok())
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Waiting for the thread makes "dropped" mean "durable" (DESIGN: fsync on exit).
+        if !self.stop() {
             tracing::error!(path = %self.path.display(), "the transcript writer thread panicked");
         }
     }
