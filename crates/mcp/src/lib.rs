@@ -12,7 +12,8 @@ pub mod config;
 mod connect;
 pub mod content;
 mod manager;
-pub mod naming;
+/// The names the model sees, shared with the permission rules (in `strata-protocol`).
+pub use strata_protocol::mcp_names as naming;
 pub mod sources;
 pub mod sse;
 

@@ -13,6 +13,7 @@
 //! - [`sdk`]: headless `stream-json` messages and control requests.
 
 pub mod global_config;
+pub mod mcp_names;
 pub mod message;
 pub mod permission;
 pub mod sdk;

@@ -145,7 +145,7 @@ fn mentions<'a>(text: &'a str, servers: &[SmolStr]) -> Vec<(SmolStr, &'a str)> {
 /// Whether `tool` is one of an MCP server's (`mcp__<server>__<tool>`; no built-in tool
 /// is named so).
 fn is_mcp_tool(tool: &dyn crate::tools::Tool) -> bool {
-    tool.name().starts_with("mcp__")
+    strata_mcp::naming::is_mcp_tool_name(tool.name())
 }
 
 /// Clears the store's `mcp.turn_waits_for` when a turn's wait ends, however it ends.

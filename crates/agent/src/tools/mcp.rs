@@ -281,12 +281,14 @@ pub fn subagent_may_use(name: &str, allowed: Option<&[String]>) -> bool {
         return true;
     };
     allowed.iter().any(|a| {
+        // An entry spelling a long name in full means the tool's shortened name.
+        let a = strata_mcp::naming::canonical_rule_name(a);
         a == "*"
             || a == name
             || (strata_mcp::naming::is_mcp_tool_name(name)
-                && !strata_mcp::naming::is_mcp_tool_name(a)
+                && !strata_mcp::naming::is_mcp_tool_name(&a)
                 && name
-                    .strip_prefix(a.as_str())
+                    .strip_prefix(a.as_ref())
                     .is_some_and(|rest| rest.starts_with("__")))
     })
 }

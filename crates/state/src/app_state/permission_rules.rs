@@ -102,12 +102,19 @@ impl PermissionRule {
     /// `mcp__server` for `mcp__server__tool`). File-tool aliases (`Edit(…)` for Write,
     /// `Read(…)` for Glob and Grep) are applied by the decision, which knows what kind of
     /// tool a call is.
+    ///
+    /// An MCP rule is compared in the shortened form the tools' names take past the
+    /// APIs' 64 characters ([`canonical_rule_name`]), so a rule that spells a long
+    /// server or tool name in full still names its tools.
+    ///
+    /// [`canonical_rule_name`]: strata_protocol::mcp_names::canonical_rule_name
     pub fn names_tool(&self, tool: &str) -> bool {
-        self.tool_name == tool
-            || (self.tool_name.starts_with("mcp__")
-                && self.tool_name.matches("__").count() == 1
+        let name = strata_protocol::mcp_names::canonical_rule_name(&self.tool_name);
+        name == tool
+            || (name.starts_with("mcp__")
+                && name.matches("__").count() == 1
                 && tool
-                    .strip_prefix(self.tool_name.as_str())
+                    .strip_prefix(name.as_ref())
                     .is_some_and(|rest| rest.starts_with("__")))
     }
 
@@ -239,5 +246,16 @@ mod tests {
         assert!(!r.names_tool("Bash"));
         let r = PermissionRule::parse("mcp__github__a").unwrap();
         assert!(!r.names_tool("mcp__github__a__b"));
+    }
+
+    /// Regression (review of issue 25): a deny rule naming a long MCP server in full
+    /// must name its tools, whose names are shortened past 64 characters.
+    #[test]
+    fn regression_a_rule_naming_a_long_server_in_full_names_its_shortened_tools() {
+        use strata_protocol::mcp_names::{normalize, tool_name};
+        let server = "a-very-long-server-name-that-goes-on-and-on-past-48";
+        let rule = PermissionRule::parse(&format!("mcp__{}", normalize(server))).unwrap();
+        assert!(rule.names_tool(&tool_name(server, "echo")));
+        assert!(!rule.names_tool(&tool_name("other", "echo")));
     }
 }

@@ -9,13 +9,19 @@
 //!
 //! - a server name longer than [`MAX_SERVER`] characters (after the character rule)
 //!   becomes its first 23 characters, `_` and 8 hex digits of a hash of the whole
-//!   original name (32 characters), so the prefix `mcp__<server>__` stays at most 55;
+//!   name (32 characters), so the prefix `mcp__<server>__` stays at most 55;
 //! - a whole name still longer than 64 keeps as much of the tool name as fits and
-//!   ends in `_` and 8 hex digits of a hash of the original server and tool names.
+//!   ends in `_` and 8 hex digits of a hash of the whole server and tool names.
 //!
 //! Names of 64 characters or fewer are never changed; shortened names stay unique in
-//! practice (the hash covers the full original names) and are the same on every run,
-//! so transcripts and permission rules that name them keep working.
+//! practice (the hash covers the full names) and are the same on every run. The hash
+//! is of the names after the character rule, which is what a permission rule spells:
+//! [`canonical_rule_name`] maps a rule's `mcp__<server>[__<tool>]` to the name the tool
+//! really has, so a rule written with the full names still matches (a deny rule on a
+//! long server name must not stop matching because its tools' names were shortened).
+//!
+//! Here, below both the MCP client and the permission rules, because both need the
+//! same names.
 
 /// `name` with every character outside `[A-Za-z0-9_-]` replaced by `_`.
 pub fn normalize(name: &str) -> String {
@@ -56,7 +62,7 @@ fn server_part(server: &str) -> String {
         return normalized;
     }
     // `normalize` leaves only ASCII, so byte slicing is at a character boundary.
-    format!("{}_{}", &normalized[..23], short_hash(&[server]))
+    format!("{}_{}", &normalized[..23], short_hash(&[&normalized]))
 }
 
 /// The prefix shared by every tool of `server` (`mcp__<server>__`).
@@ -76,8 +82,32 @@ pub fn tool_name(server: &str, tool: &str) -> String {
     format!(
         "{prefix}{}_{}",
         &tool_part[..keep],
-        short_hash(&[server, tool])
+        short_hash(&[&normalize(server), &tool_part])
     )
+}
+
+/// The tool name a permission rule's `mcp__<server>` or `mcp__<server>__<tool>` means,
+/// shortened as the tools' own names are; any other rule name is returned as it is.
+/// The server part ends at the first `__` (the character rule keeps single `_`s).
+pub fn canonical_rule_name(rule_tool: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let Some(rest) = rule_tool.strip_prefix("mcp__") else {
+        return Cow::Borrowed(rule_tool);
+    };
+    match rest.split_once("__") {
+        Some((server, tool)) if server.len() > MAX_SERVER || rule_tool.len() > MAX_TOOL_NAME => {
+            Cow::Owned(tool_name(server, tool))
+        }
+        None if server_len_over(rest) => {
+            let prefix = server_prefix(rest);
+            Cow::Owned(prefix.trim_end_matches('_').to_owned())
+        }
+        _ => Cow::Borrowed(rule_tool),
+    }
+}
+
+fn server_len_over(server: &str) -> bool {
+    normalize(server).len() > MAX_SERVER
 }
 
 /// True for a name of an MCP tool (any server).
@@ -142,5 +172,29 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    /// Regression (review of issue 25): shortening long names made a rule that spells
+    /// the server or tool in full stop matching, so a deny rule on a long server name
+    /// no longer denied its tools.
+    #[test]
+    fn regression_a_rule_spelling_a_long_name_in_full_means_the_shortened_tool() {
+        let server = "a.very.long.server.name.that.goes.on.past.the.limit";
+        let full_server = format!("mcp__{}", normalize(server));
+        let prefix = server_prefix(server);
+        assert_eq!(
+            canonical_rule_name(&full_server),
+            prefix.trim_end_matches('_')
+        );
+        let tool = "x".repeat(80);
+        let full_tool = format!("{full_server}__{tool}");
+        assert_eq!(canonical_rule_name(&full_tool), tool_name(server, &tool));
+        assert_eq!(
+            canonical_rule_name(&format!("{full_server}__echo")),
+            tool_name(server, "echo")
+        );
+        // Short names and other tools are left alone.
+        assert_eq!(canonical_rule_name("mcp__s__t"), "mcp__s__t");
+        assert_eq!(canonical_rule_name("Bash"), "Bash");
     }
 }
