@@ -195,3 +195,24 @@ async fn regression_the_context_figure_shows_before_the_next_response() {
         .unwrap();
     assert!(footer.contains("ctx 30.2k"), "{footer}");
 }
+
+/// Regression (review of issue 25): a command file named like a built-in is what
+/// `/name` runs, but the menu showed the built-in and its description.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_the_menu_shows_the_command_file_that_a_builtins_name_runs() {
+    let dir = project_with_commands();
+    std::fs::write(
+        dir.path().join("proj/.claude/commands/status.md"),
+        "---\ndescription: Our team's status digest\n---\nSummarise the status.\n",
+    )
+    .unwrap();
+    let mut ui = Launch::new(&[text_reply(1, "unused")])
+        .dir(dir)
+        .width(100)
+        .open()
+        .await;
+    ui.type_text("/status");
+    let screen = ui.screen();
+    assert!(screen.contains("Our team's status digest"), "{screen}");
+    assert!(!screen.contains("session id, model"), "{screen}");
+}

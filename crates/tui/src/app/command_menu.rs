@@ -24,8 +24,12 @@ pub(crate) struct MenuState {
 impl App {
     /// The commands the menu offers: the UI's own in `/help`'s order, then the engine's.
     fn menu_items(&self) -> Vec<MenuItem> {
+        let entries = self.engine.slash_command_entries();
+        // A command file or skill of a built-in's name is what `/name` runs (`submit`
+        // gives the engine's slash prompts first say), so the menu shows that one.
         let mut items: Vec<MenuItem> = BUILTINS
             .iter()
+            .filter(|b| !entries.iter().any(|e| e.name == b.name))
             .map(|b| MenuItem {
                 name: b.name.to_owned(),
                 args: b.args.to_owned(),
@@ -34,11 +38,7 @@ impl App {
                 needs_argument: b.needs_argument(),
             })
             .collect();
-        for e in self.engine.slash_command_entries() {
-            // The UI's command of the same name is the one `/name` runs.
-            if BUILTINS.iter().any(|b| b.name == e.name) {
-                continue;
-            }
+        for e in entries {
             let args = e.argument_hint.unwrap_or_default();
             items.push(MenuItem {
                 needs_argument: args.trim_start().starts_with('<'),
