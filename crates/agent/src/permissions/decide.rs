@@ -267,10 +267,10 @@ impl Permissions<'_> {
             _ => false,
         };
         let readable = match &call.subject {
-            Subject::Path(p) => self.env.readable_dirs.iter().any(|d| is_inside(p, d)),
+            Subject::Path(p) => inside || self.in_readable_dirs(p),
             _ => false,
         };
-        if call.read_only && (inside || readable || matches!(call.subject, Subject::None)) {
+        if call.read_only && (readable || matches!(call.subject, Subject::None)) {
             return Ok(PermissionDecision::Allow);
         }
         // A command the analysis classes read-only is a read of the files it names:
@@ -369,8 +369,7 @@ impl Permissions<'_> {
         };
         paths.iter().all(|path| {
             let path = ResolvedPath::new(path, cwd);
-            let readable = self.inside_working_dirs(&path)
-                || self.env.readable_dirs.iter().any(|d| is_inside(&path, d));
+            let readable = self.inside_working_dirs(&path) || self.in_readable_dirs(&path);
             let describe = format!("Read on {}", path.lexical.display());
             let as_read = Call {
                 tool: "Read",
@@ -388,6 +387,12 @@ impl Permissions<'_> {
                 && self.first_match(RuleBehavior::Deny, &as_read).is_none()
                 && self.first_match(RuleBehavior::Ask, &as_read).is_none()
         })
+    }
+
+    /// Whether `path` is in a directory read-only tools may read outside the working
+    /// directories (a skill's folder).
+    fn in_readable_dirs(&self, path: &ResolvedPath) -> bool {
+        self.env.readable_dirs.iter().any(|d| is_inside(path, d))
     }
 
     fn inside_working_dirs(&self, path: &ResolvedPath) -> bool {
