@@ -415,3 +415,27 @@ async fn i25_4_a_skill_runs_from_a_print_mode_prompt() {
     );
     assert!(sent.contains("<command-args>Bob</command-args>"), "{sent}");
 }
+
+/// The Skill tool puts the session's id in for `${CLAUDE_SESSION_ID}` as `/name` does
+/// (it left the variable as written: the tool did not know the session).
+#[tokio::test]
+async fn i25_4_the_skill_tool_puts_in_the_session_id() {
+    let env = Env::new();
+    write(
+        &env.cfg.join("skills/notes/SKILL.md"),
+        "---\ndescription: Keep notes for this session\n---\nWrite notes to notes-${CLAUDE_SESSION_ID}.md.\n",
+    );
+    let server = MockServer::start().await.unwrap();
+    server.push(Reply::new().tool_use("t_skill", "Skill", json!({"skill": "notes"})));
+    server.push(Reply::new().text("Noted."));
+    let run = env
+        .run(
+            Some(&server),
+            &["-p", "take notes", "--output-format", "json"],
+        )
+        .await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let session = run.result()["session_id"].as_str().unwrap().to_owned();
+    let loaded = text_of(&tool_result(&server, "t_skill"));
+    assert!(loaded.contains(&format!("notes-{session}.md")), "{loaded}");
+}

@@ -59,6 +59,34 @@ pub struct Skill {
     pub scope: Scope,
 }
 
+impl Skill {
+    /// The instructions with `args` put in ([`substitute_skill`] with this skill's
+    /// argument names and folder; `session_id` for `${CLAUDE_SESSION_ID}`).
+    ///
+    /// [`substitute_skill`]: super::expand::substitute_skill
+    pub fn expand(&self, args: &str, session_id: Option<&str>) -> String {
+        super::expand::substitute_skill(
+            &self.body,
+            super::expand::SkillInput {
+                args,
+                names: &self.arguments,
+                skill_dir: &self.dir.display().to_string(),
+                session_id,
+            },
+        )
+    }
+
+    /// What the model reads of the skill once loaded, by `/name` or the Skill tool: the
+    /// folder first, so the files its instructions name are found beside `SKILL.md`.
+    pub fn loaded_text(&self, expanded: &str) -> String {
+        format!(
+            "Base directory for this skill: {}\n\n{}",
+            self.dir.display(),
+            expanded.trim_end()
+        )
+    }
+}
+
 /// The skills of a session.
 #[derive(Debug, Clone, Default)]
 pub struct SkillCatalog {

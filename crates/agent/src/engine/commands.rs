@@ -143,23 +143,9 @@ impl Inner {
                         skill.model.as_deref(),
                         &skill.dir.join("SKILL.md"),
                     );
-                    let dir = skill.dir.display().to_string();
-                    let body = expand::substitute_skill(
-                        &skill.body,
-                        expand::SkillInput {
-                            args,
-                            names: &skill.arguments,
-                            skill_dir: &dir,
-                            session_id: Some(&self.session_id),
-                        },
-                    );
+                    let body = skill.expand(args, Some(&self.session_id));
                     let body = self.run_snippets(&body, cancel).await;
-                    // As the Skill tool loads it: the folder first, so the files the
-                    // instructions name are found beside SKILL.md.
-                    let text = format!(
-                        "Base directory for this skill: {dir}\n\n{}",
-                        body.trim_end()
-                    );
+                    let text = skill.loaded_text(&body);
                     (turn, vec![ContentBlock::text(text)], skill.name)
                 }
             };

@@ -132,6 +132,10 @@ impl ToolHooks for SessionHooks {
         Some(Arc::clone(&self.skills))
     }
 
+    fn session_id(&self) -> Option<String> {
+        Some(self.bootstrap.session_id().to_string())
+    }
+
     fn ask_small_model(
         &self,
         system: String,

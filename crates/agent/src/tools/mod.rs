@@ -431,6 +431,11 @@ pub trait ToolHooks: Send + Sync {
         None
     }
 
+    /// The session's id (a skill's `${CLAUDE_SESSION_ID}`). The default has none.
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+
     /// Asks the session's small, fast model `prompt` (WebFetch applies its prompt to a
     /// page this way); its cost counts in the session's. The default (no session) has
     /// no model to ask.
@@ -634,6 +639,10 @@ impl ToolHooks for RedactingHooks {
 
     fn skills(&self) -> Option<Arc<crate::commands::SkillCatalog>> {
         self.inner.skills()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.inner.session_id()
     }
 
     fn ask_small_model(

@@ -17,7 +17,6 @@ use serde_json::{Value, json};
 
 use super::input::{invalid, parse};
 use super::{PermissionSubject, Tool, ToolCall, ToolContext, ToolFuture, ToolOutput};
-use crate::commands::expand;
 
 /// The Skill tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -126,21 +125,12 @@ impl Tool for Skill {
                 });
             };
             let args = input.args.unwrap_or_default();
-            let dir = skill.dir.display().to_string();
-            let body = expand::substitute_skill(
-                &skill.body,
-                expand::SkillInput {
-                    args: args.trim(),
-                    names: &skill.arguments,
-                    skill_dir: &dir,
-                    session_id: None,
-                },
-            );
+            let session_id = ctx.hooks.session_id();
+            let body = skill.expand(args.trim(), session_id.as_deref());
             let content = format!(
-                "Launching skill: {}\n\nBase directory for this skill: {}\n\n{}",
+                "Launching skill: {}\n\n{}",
                 skill.name,
-                skill.dir.display(),
-                body.trim_end()
+                skill.loaded_text(&body)
             );
             let mut detail = json!({"success": true, "commandName": skill.name});
             if !skill.allowed_tools.is_empty() {
