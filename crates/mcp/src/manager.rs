@@ -147,6 +147,9 @@ struct Inner {
     slots: Mutex<IndexMap<SmolStr, Slot>>,
     sink: StatusSink,
     options: ManagerOptions,
+    /// Goes up with every view published: what readers build from the views (the
+    /// tool list of a request) is rebuilt only when it moved.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 /// The MCP connections of one session. Cheap to clone.
@@ -210,6 +213,7 @@ impl McpManager {
                 slots: Mutex::new(slots),
                 sink,
                 options,
+                generation: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -283,7 +287,22 @@ impl McpManager {
         })
     }
 
+    /// What readers see of the servers changed since [`generation`](Self::generation)
+    /// last returned this value, if it returns another: status, tools, prompts or
+    /// resources of any server.
+    pub fn generation(&self) -> u64 {
+        self.inner
+            .generation
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
     fn publish(&self, name: &str) {
+        // Callers change the slot first: a reader that read the number before this
+        // and the views after may cache new views under the old number, which costs
+        // one rebuild, never a stale list.
+        self.inner
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         if let Some(view) = self.view(name) {
             (self.inner.sink)(view);
         }

@@ -142,6 +142,9 @@ fn mentions<'a>(text: &'a str, servers: &[SmolStr]) -> Vec<(SmolStr, &'a str)> {
         .collect()
 }
 
+/// The MCP tools of the connected servers, shared between the requests that use them.
+pub(super) type McpTools = Arc<Vec<Arc<dyn crate::tools::Tool>>>;
+
 /// Whether `tool` is one of an MCP server's (`mcp__<server>__<tool>`; no built-in tool
 /// is named so).
 fn is_mcp_tool(tool: &dyn crate::tools::Tool) -> bool {
@@ -304,13 +307,33 @@ impl Inner {
             .filter(|t| !is_mcp_tool(t.as_ref()))
             .cloned()
             .collect();
-        let session = ToolRegistry::new(tools.clone());
-        tools.extend(
-            crate::tools::mcp::tools_of(&self.mcp)
-                .into_iter()
-                .filter(|t| !ctx.denies_tool_entirely(t.name()) && session.get(t.name()).is_none()),
-        );
+        let session: std::collections::HashSet<&str> = tools.iter().map(|t| t.name()).collect();
+        let mcp: Vec<_> = self
+            .mcp_tools()
+            .iter()
+            .filter(|t| !ctx.denies_tool_entirely(t.name()) && !session.contains(t.name()))
+            .cloned()
+            .collect();
+        tools.extend(mcp);
         ToolRegistry::new(tools)
+    }
+
+    /// The MCP tools of the servers connected now, built once per change of what the
+    /// manager publishes ([`McpManager::generation`]): a request reads them, and
+    /// building them clones every server's listing.
+    ///
+    /// [`McpManager::generation`]: strata_mcp::McpManager::generation
+    fn mcp_tools(&self) -> McpTools {
+        let generation = self.mcp.generation();
+        let mut cache = crate::sync::lock(&self.mcp_tools);
+        match &*cache {
+            Some((built, tools)) if *built == generation => Arc::clone(tools),
+            _ => {
+                let tools = Arc::new(crate::tools::mcp::tools_of(&self.mcp));
+                *cache = Some((generation, Arc::clone(&tools)));
+                tools
+            }
+        }
     }
 
     /// The tools of this turn: the session's, and the MCP tools of the servers connected

@@ -227,6 +227,9 @@ struct Inner {
     tools: ToolRegistry,
     /// The session's MCP connections (their state is the store's `mcp` domain).
     mcp: strata_mcp::McpManager,
+    /// The MCP tools last built, with the manager's generation they were built at
+    /// (`engine/mcp.rs`: rebuilt only when a server's view changed).
+    mcp_tools: Mutex<Option<(u64, mcp::McpTools)>>,
     /// The tools' context; each turn clones it with the turn's cancellation.
     tool_context: ToolContext,
     /// The session's fixed facts a permission decision reads beside the store's

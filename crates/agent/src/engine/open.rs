@@ -448,6 +448,7 @@ pub(super) fn open(options: EngineOptions) -> Result<Inner, OpenError> {
         default_model,
         tools,
         mcp,
+        mcp_tools: std::sync::Mutex::new(None),
         tool_context,
         permission_env,
         recorder,
