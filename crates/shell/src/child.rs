@@ -12,8 +12,9 @@
 //! 1. `no_new_privs` (Landlock and seccomp need it; setuid binaries lose their power);
 //! 2. `unshare` a user, mount and network namespace, then write the uid/gid maps (the
 //!    same ids inside, so files keep their owners);
-//! 3. read-only bind mounts over the protected paths (before Landlock, which forbids
-//!    mounting);
+//! 3. the protected paths' writable parents bound onto themselves (a mount point cannot
+//!    be renamed away), then read-only bind mounts over the protected paths (before
+//!    Landlock, which forbids mounting);
 //! 4. `lo` up in the new network namespace;
 //! 5. the proxy forwarder, when the network goes through the proxy: a listener bound on
 //!    `127.0.0.1:<port>` in the namespace *before* `exec` (so the command never races it),
@@ -50,6 +51,9 @@ pub(crate) struct ChildSetup {
     pub(crate) proc_setgroups: CString,
     /// Paths to bind read-only onto themselves, with the mount flags that must be kept.
     pub(crate) read_only_binds: Vec<(CString, libc::c_ulong)>,
+    /// Directories bound onto themselves as they are, before the read-only binds, so
+    /// they cannot be renamed or removed ([`crate::plan::FsPlan::pinned_dirs`]).
+    pub(crate) pinned_dirs: Vec<CString>,
     pub(crate) lo_up: bool,
     pub(crate) forwarder: Option<Forwarder>,
     pub(crate) ruleset: OwnedFd,
@@ -85,6 +89,15 @@ impl ChildSetup {
                     libc::MS_REC | libc::MS_PRIVATE,
                     std::ptr::null(),
                 ))?;
+                for path in &self.pinned_dirs {
+                    check(libc::mount(
+                        path.as_ptr(),
+                        path.as_ptr(),
+                        std::ptr::null(),
+                        libc::MS_BIND,
+                        std::ptr::null(),
+                    ))?;
+                }
                 for (path, keep) in &self.read_only_binds {
                     check(libc::mount(
                         path.as_ptr(),

@@ -144,6 +144,11 @@ pub struct FsPlan {
     pub rules: Vec<Rule>,
     /// Existing paths to bind read-only onto themselves in the command's mount namespace.
     pub read_only_binds: Vec<PathBuf>,
+    /// Writable directories between a write root and a read-only path below it (`.git`
+    /// for `.git/hooks`), bound onto themselves unchanged: a mount point cannot be
+    /// renamed or removed, and renaming `.git` away and making a new `.git/hooks`
+    /// would otherwise get around the read-only mount.
+    pub pinned_dirs: Vec<PathBuf>,
     /// Directories where nothing new can be created because a protected path is missing
     /// there (for the user-facing explanation).
     pub frozen_dirs: Vec<PathBuf>,
@@ -199,6 +204,8 @@ impl FsPlan {
         plan.rules.dedup();
         plan.read_only_binds.sort();
         plan.read_only_binds.dedup();
+        plan.pinned_dirs.sort();
+        plan.pinned_dirs.dedup();
         plan
     }
 
@@ -310,7 +317,15 @@ impl WriteWalk<'_> {
             .collect();
         if below.iter().all(|ro| self.fs.kind(ro).is_some()) {
             plan.push(dir, true, Grant::Write);
-            plan.read_only_binds.extend(below.into_iter().cloned());
+            for ro in below {
+                plan.pinned_dirs.extend(
+                    ro.ancestors()
+                        .skip(1)
+                        .take_while(|a| *a != dir)
+                        .map(Path::to_path_buf),
+                );
+                plan.read_only_binds.push(ro.clone());
+            }
             return;
         }
         plan.frozen_dirs.push(dir.to_path_buf());

@@ -237,6 +237,11 @@ impl Sandbox {
         let seccomp = build_seccomp(policy.unix_sockets == UnixSockets::Refused)?;
 
         let (uid, gid) = child::ids();
+        let pinned_dirs = plan
+            .pinned_dirs
+            .iter()
+            .map(|p| c_path(p))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut read_only_binds = Vec::new();
         for path in &plan.read_only_binds {
             let c_path = c_path(path)?;
@@ -281,6 +286,7 @@ impl Sandbox {
             proc_gid_map: CString::from(c"/proc/self/gid_map"),
             proc_setgroups: CString::from(c"/proc/self/setgroups"),
             read_only_binds,
+            pinned_dirs,
             lo_up: true,
             forwarder,
             ruleset,

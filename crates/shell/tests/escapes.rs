@@ -207,6 +207,13 @@ fn i26_tests_protected_paths_stay_read_only() {
             "unshare -m sh -c 'umount .git/hooks; echo x > .git/hooks/pre-commit'",
             ".git/hooks/pre-commit",
         ),
+        // Regression (review of issue 26): renaming `.git` away and making a new
+        // `.git/hooks` beside the read-only mount got around it.
+        (
+            "mv .git .git2 && mkdir -p .git/hooks && echo x > .git/hooks/pre-commit",
+            ".git/hooks/pre-commit",
+        ),
+        ("rm -rf .git", ".git/config"),
     ] {
         let before = std::fs::read(w.project.join(path)).ok();
         let out = w.run("sh", &["-c", script]);
