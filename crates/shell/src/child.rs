@@ -268,8 +268,12 @@ unsafe fn serve_forwarder(listener: libc::c_int, command: libc::c_int, forwarder
                 libc::dup2(null, fd);
             }
         }
+        // Both descriptors numbered from 3 up, the rest of them closed below.
         let listener = libc::fcntl(listener, libc::F_DUPFD_CLOEXEC, 3);
         let command = libc::fcntl(command, libc::F_DUPFD_CLOEXEC, 3);
+        if listener < 0 || command < 0 {
+            return;
+        }
         let (low, high) = (listener.min(command) as u32, listener.max(command) as u32);
         for (from, to) in [(3, low), (low + 1, high), (high + 1, u32::MAX)] {
             if from < to {
@@ -469,6 +473,10 @@ pub(crate) fn probe_namespaces(
         let mut status = 0;
         if libc::waitpid(pid, &mut status, 0) < 0 {
             return Err(io::Error::last_os_error());
+        }
+        // A probe killed by a signal proves nothing: unavailable (fail closed).
+        if !libc::WIFEXITED(status) {
+            return Err(io::Error::other("the probe process was killed by a signal"));
         }
         match libc::WEXITSTATUS(status) {
             0 => Ok(()),
